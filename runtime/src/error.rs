@@ -1,0 +1,75 @@
+//! Errors a caller of the runtime can see.
+
+use crate::place::Place;
+
+/// Why a graph did not run to completion, or could not be submitted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuntimeError {
+    /// A task panicked; the rest of its graph was cancelled.
+    #[error("task `{task}` (#{index}) panicked on worker {worker}: {message}")]
+    TaskPanicked {
+        /// The task's type name.
+        task: String,
+        /// The task's index in its graph.
+        index: usize,
+        /// The worker whose rank panicked first.
+        worker: usize,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// The runtime shut down before the graph finished.
+    #[error("the runtime shut down with {unfinished} task(s) of this graph unfinished")]
+    ShutDown {
+        /// Tasks that never ran.
+        unfinished: usize,
+    },
+    /// A task asks for a place the topology does not allow.
+    #[error("task `{task}` (#{index}) asks for place {place}, which this runtime's {workers} worker(s) and layout do not allow")]
+    PlaceNotAllowed {
+        /// The task's type name.
+        task: String,
+        /// The task's index in its graph.
+        index: usize,
+        /// The place asked for.
+        place: Place,
+        /// Workers in the runtime.
+        workers: usize,
+    },
+    /// A task asks for a width no place of the layout has.
+    #[error("task `{task}` (#{index}) asks for width {width}, but no allowed place has that width")]
+    WidthNotAllowed {
+        /// The task's type name.
+        task: String,
+        /// The task's index in its graph.
+        index: usize,
+        /// The width asked for.
+        width: usize,
+    },
+    /// The edges of a graph form a cycle, so some task could never start.
+    #[error("the task graph has a cycle through task `{task}` (#{index})")]
+    Cycle {
+        /// A task on the cycle.
+        task: String,
+        /// Its index.
+        index: usize,
+    },
+    /// A speed factor outside (0, 1].
+    #[error("speed factor {0} is out of range: it must be in (0, 1]")]
+    BadSpeed(f64),
+    /// A cluster index the topology does not have.
+    #[error("cluster {cluster} does not exist: this runtime has {clusters} cluster(s)")]
+    NoSuchCluster {
+        /// The index asked for.
+        cluster: usize,
+        /// How many clusters exist.
+        clusters: usize,
+    },
+    /// A worker thread could not be started.
+    #[error("could not start worker thread {worker}: {message}")]
+    Spawn {
+        /// The worker index.
+        worker: usize,
+        /// The OS error.
+        message: String,
+    },
+}

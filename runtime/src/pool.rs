@@ -1,0 +1,287 @@
+//! The user's handle: [`Runtime`] and its [`RuntimeBuilder`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_deque::Worker;
+use crossbeam_utils::sync::Parker;
+
+use crate::emulation::{EmulationError, EmulationSpec};
+use crate::error::RuntimeError;
+use crate::graph::{GraphHandle, GraphState, TaskGraph};
+use crate::place::Place;
+use crate::ptt::{PlacePolicy, TraceSnapshot};
+use crate::registry::{Registry, WorkerThread};
+use crate::sleep::Sleep;
+use crate::stats::Stats;
+use crate::task::{Task, TaskCtx};
+use crate::topology::{Topology, TopologyError};
+
+/// Default spin before an idle worker parks. Long enough to catch the next task of a
+/// fork-join loop, short enough that an idle runtime costs nothing measurable.
+pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(100);
+
+/// Why a runtime could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The topology (sysfs or layout file) could not be read.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// A worker thread could not start.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+/// Configures a [`Runtime`]. Each knob: builder method first, then (for the topology) the
+/// `TAOPIPE_LAYOUT` environment variable, then the default.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use taopipe_runtime::{Runtime, Topology};
+/// let rt = Runtime::builder()
+///     .topology(Topology::virtual_clusters(&[1, 1])?)
+///     .idle_spin(Duration::from_micros(20))
+///     .build()?;
+/// assert_eq!(rt.topology().clusters().len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct RuntimeBuilder {
+    topology: Option<Topology>,
+    workers: Option<usize>,
+    policy: PlacePolicy,
+    idle_spin: Option<Duration>,
+    pin: Option<bool>,
+}
+
+impl RuntimeBuilder {
+    /// Uses this topology instead of detecting one.
+    pub fn topology(mut self, topology: Topology) -> RuntimeBuilder {
+        self.topology = Some(topology);
+        self
+    }
+
+    /// `n` unpinned workers in one virtual cluster (tests, examples); ignored when a
+    /// topology is given.
+    pub fn workers(mut self, n: usize) -> RuntimeBuilder {
+        self.workers = Some(n);
+        self
+    }
+
+    /// How tasks that leave their place to the runtime are placed.
+    pub fn place_policy(mut self, policy: PlacePolicy) -> RuntimeBuilder {
+        self.policy = policy;
+        self
+    }
+
+    /// How long an idle worker spins before it parks (default [`DEFAULT_IDLE_SPIN`]).
+    pub fn idle_spin(mut self, spin: Duration) -> RuntimeBuilder {
+        self.idle_spin = Some(spin);
+        self
+    }
+
+    /// Whether to pin workers to their CPUs (default: the topology says; detected
+    /// topologies pin, virtual ones do not).
+    pub fn pin(mut self, pin: bool) -> RuntimeBuilder {
+        self.pin = Some(pin);
+        self
+    }
+
+    /// Starts the workers.
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        let topology = match (self.topology, self.workers) {
+            (Some(t), _) => t,
+            (None, Some(n)) => Topology::symmetric(n)?,
+            (None, None) => Topology::detect()?,
+        };
+        let pin = self.pin.unwrap_or(topology.pins());
+        let n = topology.num_workers();
+        let locals: Vec<Worker<_>> = (0..n).map(|_| Worker::new_lifo()).collect();
+        let parkers: Vec<Parker> = (0..n).map(|_| Parker::new()).collect();
+        let sleep = Sleep::new(parkers.iter().map(|p| p.unparker().clone()).collect());
+        let stealers = locals.iter().map(Worker::stealer).collect();
+        let spin = self.idle_spin.unwrap_or(DEFAULT_IDLE_SPIN);
+        let registry = Arc::new(Registry::new(topology, stealers, sleep, self.policy, spin));
+        let mut runtime = Runtime { registry: registry.clone(), threads: Vec::with_capacity(n) };
+        for (index, (local, parker)) in locals.into_iter().zip(parkers).enumerate() {
+            let cpu = registry.topology.cpus()[index].id;
+            let worker = WorkerThread::new(index, local, registry.clone(), parker);
+            let registry = registry.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("taopipe-w{index}"))
+                .spawn(move || {
+                    if pin {
+                        registry.stats.set_pinned(index, pin_to(cpu, index));
+                    }
+                    worker.main_loop();
+                })
+                .map_err(|e| RuntimeError::Spawn { worker: index, message: e.to_string() })?;
+            runtime.threads.push(handle);
+        }
+        Ok(runtime)
+    }
+}
+
+/// Pins the calling thread; warns once per process when the OS refuses.
+fn pin_to(cpu: usize, worker: usize) -> bool {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let ok = core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+    if !ok && !WARNED.swap(true, Ordering::Relaxed) {
+        eprintln!("taopipe: could not pin worker {worker} to CPU {cpu}; workers run unpinned where pinning fails");
+    }
+    ok
+}
+
+/// A pool of workers that runs graphs of moldable tasks. Dropping it finishes the gangs
+/// already started, cancels the rest (their [`GraphHandle::wait`] returns
+/// [`RuntimeError::ShutDown`]) and joins the workers.
+///
+/// # Examples
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use taopipe_runtime::{Place, Runtime};
+///
+/// let rt = Runtime::builder().workers(2).build()?;
+/// let sum = Arc::new(AtomicU64::new(0));
+/// let s = sum.clone();
+/// rt.run_on(Place::new(0, 2), move |ctx| {
+///     let part: u64 = ctx.split(100).map(|i| i as u64).sum();
+///     s.fetch_add(part, Ordering::Relaxed);
+/// })?;
+/// assert_eq!(sum.load(Ordering::Relaxed), 4950);
+/// # Ok::<(), taopipe_runtime::RuntimeError>(())
+/// ```
+pub struct Runtime {
+    registry: Arc<Registry>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Runtime {
+    /// A runtime on the detected topology (sysfs, or the layout file in `TAOPIPE_LAYOUT`).
+    pub fn new() -> Result<Runtime, BuildError> {
+        RuntimeBuilder::default().build()
+    }
+
+    /// Starts configuring a runtime.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// The workers' topology.
+    pub fn topology(&self) -> &Topology {
+        &self.registry.topology
+    }
+
+    /// Number of workers.
+    pub fn num_workers(&self) -> usize {
+        self.registry.num_workers()
+    }
+
+    /// Starts a graph and returns at once.
+    ///
+    /// # Errors
+    /// A placement the topology does not allow, or a cycle, names the task.
+    pub fn submit(&self, graph: TaskGraph) -> Result<GraphHandle, RuntimeError> {
+        let (tasks, succs) = graph.into_parts();
+        self.registry.validate(&tasks)?;
+        let state = Arc::new(GraphState::new(tasks, succs)?);
+        self.registry.inject(&state);
+        Ok(GraphHandle { state })
+    }
+
+    /// Runs a graph to completion.
+    ///
+    /// # Errors
+    /// As [`Runtime::submit`], or the first panic of a task, after which the tasks not yet
+    /// started are cancelled.
+    pub fn run(&self, graph: TaskGraph) -> Result<(), RuntimeError> {
+        self.submit(graph)?.wait()
+    }
+
+    /// Fork-join: runs `body` once on every worker of `place`, each with its rank, and waits.
+    pub fn run_on(&self, place: Place, body: impl Fn(&TaskCtx<'_>) + Send + Sync + 'static) -> Result<(), RuntimeError> {
+        let mut graph = TaskGraph::new();
+        graph.add(Task::new("run_on", body).on(place));
+        self.run(graph)
+    }
+
+    /// Applies an emulation spec: speed factors per cluster or worker, effective for the
+    /// next task parts, also while graphs run. Workers the spec does not name go back to 1.0.
+    pub fn emulate(&self, spec: &EmulationSpec) -> Result<(), EmulationError> {
+        let speeds = spec.resolve(&self.registry.topology)?;
+        self.registry.speeds.set_all(&speeds);
+        Ok(())
+    }
+
+    /// Sets one cluster's speed factor, leaving the others as they are.
+    pub fn set_cluster_speed(&self, cluster: usize, speed: f64) -> Result<(), RuntimeError> {
+        if !(speed > 0.0 && speed <= 1.0) {
+            return Err(RuntimeError::BadSpeed(speed));
+        }
+        let clusters = self.registry.topology.clusters();
+        let c = clusters.get(cluster).ok_or(RuntimeError::NoSuchCluster { cluster, clusters: clusters.len() })?;
+        let mut speeds = self.speeds();
+        for &w in &c.workers {
+            speeds[w] = speed;
+        }
+        self.registry.speeds.set_all(&speeds);
+        Ok(())
+    }
+
+    /// Current speed factor of every worker.
+    pub fn speeds(&self) -> Vec<f64> {
+        self.registry.speeds.snapshot()
+    }
+
+    /// The performance trace table as it stands.
+    pub fn trace_table(&self) -> TraceSnapshot {
+        self.registry.ptt.snapshot()
+    }
+
+    /// Forgets every measurement of the trace table.
+    pub fn clear_trace_table(&self) {
+        self.registry.ptt.clear();
+    }
+
+    /// Changes how `Auto` tasks are placed from now on.
+    pub fn set_place_policy(&self, policy: PlacePolicy) {
+        *self.registry.policy.lock() = policy;
+    }
+
+    /// Worker and task-type statistics since start or the last [`Runtime::reset_stats`].
+    pub fn stats(&self) -> Stats {
+        let t = &self.registry.topology;
+        let cpus: Vec<Option<usize>> = t.cpus().iter().map(|c| t.pins().then_some(c.id)).collect();
+        let clusters: Vec<usize> = (0..t.num_workers()).map(|w| t.cluster_of(w)).collect();
+        self.registry.stats.snapshot(&cpus, &clusters)
+    }
+
+    /// Zeroes the statistics.
+    pub fn reset_stats(&self) {
+        self.registry.stats.reset();
+    }
+
+    /// Same as dropping the runtime; reads better at the end of a program.
+    pub fn shutdown(self) {}
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("workers", &self.num_workers()).field("topology", &self.registry.topology.source()).finish()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.registry.terminate();
+        for t in self.threads.drain(..) {
+            // A worker never panics outside task bodies, which are caught.
+            let _ = t.join();
+        }
+        self.registry.abandon_live_graphs();
+    }
+}

@@ -1,0 +1,214 @@
+//! The performance trace table (PTT): what each task type took at each place.
+//!
+//! XiTAO keeps, per task type, a running estimate of the task's time at every (leader,
+//! width) and uses it to place tasks that leave their place to the runtime. We keep the same
+//! table per task type *and* workload hint, and follow XiTAO's rules to choose:
+//!
+//! 1. a place never measured comes first (the nearest one to the dispatching worker), so
+//!    every place gets a first sample;
+//! 2. with probability [`PlacePolicy::explore`], a random place, so the table notices when
+//!    a place got faster (a governor change, a neighbour that left);
+//! 3. otherwise the place with the least `width × time` ([`Objective::WidthTime`], XiTAO's
+//!    default: the cheapest in core-seconds) or the least `time` ([`Objective::Time`]).
+//!
+//! Estimates are exponential moving averages with weight [`EMA_WEIGHT`] on the newest
+//! sample: heavy enough to react within a handful of runs, light enough to ride out noise.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+use rand::Rng;
+
+use crate::place::Place;
+
+/// Weight of the newest sample in a place's moving average.
+pub const EMA_WEIGHT: f64 = 0.25;
+
+/// What the runtime minimises when it chooses a place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Objective {
+    /// Least `width × time`: the cheapest place in core-seconds (XiTAO's default).
+    WidthTime,
+    /// Least time, whatever the width.
+    Time,
+}
+
+/// How tasks with [`Placement::Auto`](crate::Placement::Auto) are placed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlacePolicy {
+    /// What to minimise.
+    pub objective: Objective,
+    /// Probability of trying a random place instead of the best known one.
+    pub explore: f64,
+}
+
+impl Default for PlacePolicy {
+    fn default() -> PlacePolicy {
+        PlacePolicy { objective: Objective::WidthTime, explore: 1.0 / 32.0 }
+    }
+}
+
+type Key = (&'static str, u64);
+
+/// One row: the moving average (as f64 bits, 0 = never measured) and the sample count of
+/// each place.
+struct Row {
+    ema: Box<[AtomicU64]>,
+    samples: Box<[AtomicU64]>,
+}
+
+/// The live table, shared by the workers.
+pub(crate) struct TraceTable {
+    places: Box<[Place]>,
+    index: HashMap<Place, usize>,
+    rows: RwLock<HashMap<Key, Arc<Row>>>,
+}
+
+impl TraceTable {
+    pub(crate) fn new(places: Vec<Place>) -> TraceTable {
+        let index = places.iter().enumerate().map(|(i, &p)| (p, i)).collect();
+        TraceTable { places: places.into(), index, rows: RwLock::new(HashMap::new()) }
+    }
+
+    fn row(&self, key: Key) -> Arc<Row> {
+        if let Some(row) = self.rows.read().get(&key) {
+            return row.clone();
+        }
+        let n = self.places.len();
+        let fresh = || (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
+        self.rows.write().entry(key).or_insert_with(|| Arc::new(Row { ema: fresh(), samples: fresh() })).clone()
+    }
+
+    /// Folds one measured time into the place's average. Places outside the layout (none
+    /// reach here: submission rejects them) are ignored.
+    pub(crate) fn record(&self, kind: &'static str, hint: u64, place: Place, seconds: f64) {
+        let Some(&i) = self.index.get(&place) else { return };
+        let row = self.row((kind, hint));
+        let slot = &row.ema[i];
+        let mut old = slot.load(Ordering::Relaxed);
+        loop {
+            let new = if old == 0 {
+                seconds.max(f64::MIN_POSITIVE)
+            } else {
+                let prev = f64::from_bits(old);
+                prev + EMA_WEIGHT * (seconds - prev)
+            };
+            match slot.compare_exchange_weak(old, new.to_bits(), Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(seen) => old = seen,
+            }
+        }
+        row.samples[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Chooses a place for a task of this type by the rules in the module docs.
+    pub(crate) fn choose(&self, kind: &'static str, hint: u64, near: usize, policy: PlacePolicy, rng: &mut impl Rng) -> Place {
+        let row = self.row((kind, hint));
+        let n = self.places.len();
+        let unmeasured = (0..n)
+            .filter(|&i| row.ema[i].load(Ordering::Relaxed) == 0)
+            .min_by_key(|&i| (self.places[i].leader().abs_diff(near), self.places[i].width()));
+        if let Some(i) = unmeasured {
+            return self.places[i];
+        }
+        if policy.explore > 0.0 && rng.random_bool(policy.explore.min(1.0)) {
+            return self.places[rng.random_range(0..n)];
+        }
+        let cost = |i: usize| {
+            let t = f64::from_bits(row.ema[i].load(Ordering::Relaxed));
+            match policy.objective {
+                Objective::WidthTime => t * self.places[i].width() as f64,
+                Objective::Time => t,
+            }
+        };
+        let best = (0..n).min_by(|&a, &b| cost(a).total_cmp(&cost(b))).unwrap_or(0);
+        self.places[best]
+    }
+
+    /// A copy of the table for reports.
+    pub(crate) fn snapshot(&self) -> TraceSnapshot {
+        let rows = self.rows.read();
+        let mut out: Vec<TraceRow> = rows
+            .iter()
+            .map(|(&(kind, hint), row)| TraceRow {
+                kind,
+                hint,
+                entries: (0..self.places.len())
+                    .filter(|&i| row.samples[i].load(Ordering::Relaxed) > 0)
+                    .map(|i| TraceEntry {
+                        place: self.places[i],
+                        seconds: f64::from_bits(row.ema[i].load(Ordering::Relaxed)),
+                        samples: row.samples[i].load(Ordering::Relaxed),
+                    })
+                    .collect(),
+            })
+            .collect();
+        out.sort_by_key(|r| (r.kind, r.hint));
+        TraceSnapshot { rows: out }
+    }
+
+    pub(crate) fn clear(&self) {
+        self.rows.write().clear();
+    }
+}
+
+/// The trace table at one moment: one row per (task type, hint).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceSnapshot {
+    /// Rows sorted by task type, then hint.
+    pub rows: Vec<TraceRow>,
+}
+
+/// Measured places of one task type and hint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRow {
+    /// Task type.
+    pub kind: &'static str,
+    /// Workload hint.
+    pub hint: u64,
+    /// Places measured at least once, by (leader, width).
+    pub entries: Vec<TraceEntry>,
+}
+
+/// A place's moving-average time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceEntry {
+    /// The place.
+    pub place: Place,
+    /// Moving average of the task's time there, in seconds.
+    pub seconds: f64,
+    /// How many runs it has seen.
+    pub samples: u64,
+}
+
+impl TraceSnapshot {
+    /// The row of a task type and hint, if it has run.
+    pub fn row(&self, kind: &str, hint: u64) -> Option<&TraceRow> {
+        self.rows.iter().find(|r| r.kind == kind && r.hint == hint)
+    }
+}
+
+impl TraceRow {
+    /// The measured entry of a place.
+    pub fn entry(&self, place: Place) -> Option<&TraceEntry> {
+        self.entries.iter().find(|e| e.place == place)
+    }
+}
+
+impl fmt::Display for TraceSnapshot {
+    /// One block per task type: each measured place with its average time and samples.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for row in &self.rows {
+            writeln!(f, "{} (hint {})", row.kind, row.hint)?;
+            writeln!(f, "  {:>8} {:>12} {:>14} {:>8}", "place", "time ms", "width x ms", "samples")?;
+            for e in &row.entries {
+                let ms = e.seconds * 1e3;
+                writeln!(f, "  {:>8} {:>12.3} {:>14.3} {:>8}", e.place.to_string(), ms, ms * e.place.width() as f64, e.samples)?;
+            }
+        }
+        Ok(())
+    }
+}

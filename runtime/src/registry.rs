@@ -1,0 +1,419 @@
+//! The pool: worker threads, their queues, and the main loop.
+//!
+//! Every worker owns two queues:
+//! - a **ready deque** (crossbeam-deque, LIFO for the owner, FIFO for thieves) of tasks
+//!   whose predecessors are done but whose place is not yet decided;
+//! - an **assembly queue** of gangs it must take part in: task instances already placed,
+//!   which every worker of the place runs with its own rank.
+//!
+//! A worker looks for work in one chain: its assembly queue, then (unless shutting down)
+//! its ready deque, then the ready deques of workers of its own cluster, then of the other
+//! clusters, then the injector where tasks submitted from outside land. A ready task it
+//! finds is *dispatched*: its place is resolved ([`Placement`]), and the gang is pushed on
+//! the assembly queue of every worker of the place. Those queues are locked in ascending
+//! worker order for the push, so any two gangs appear in the same relative order on every
+//! worker they share: overlapping gangs cannot wait on each other in a cycle, even when
+//! their ranks meet at barriers. A width-1 task whose place is the dispatching worker runs
+//! at once, without a gang.
+//!
+//! The rank that finishes a task last records its time in the trace table and the stats
+//! and releases the successors onto its own ready deque.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::sync::Parker;
+use crossbeam_utils::{Backoff, CachePadded};
+use parking_lot::Mutex;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::emulation::Speeds;
+use crate::error::RuntimeError;
+use crate::gang::{Gang, GangBarrier};
+use crate::graph::GraphState;
+use crate::place::Place;
+use crate::ptt::{PlacePolicy, TraceTable};
+use crate::sleep::Sleep;
+use crate::stats::StatsCollector;
+use crate::task::{Placement, Task, TaskCtx};
+use crate::topology::Topology;
+
+/// A ready task: a node of a submitted graph.
+pub(crate) struct TaskRef {
+    graph: Arc<GraphState>,
+    node: usize,
+}
+
+#[derive(Default)]
+struct Assembly {
+    queue: VecDeque<Arc<Gang>>,
+    /// Set by a worker that exits: no gang may be queued on it any more.
+    closed: bool,
+}
+
+/// What the pool shares between its workers and the [`Runtime`](crate::Runtime) handle.
+pub(crate) struct Registry {
+    pub(crate) topology: Topology,
+    stealers: Box<[Stealer<TaskRef>]>,
+    /// Per worker: the other workers, own cluster first, each list rotated to start next
+    /// to the worker so thieves spread out.
+    steal_order: Box<[Box<[usize]>]>,
+    injector: Injector<TaskRef>,
+    assembly: Box<[CachePadded<Mutex<Assembly>>]>,
+    /// Gangs queued per worker, readable without the lock (idle checks).
+    assembly_len: Box<[CachePadded<AtomicUsize>]>,
+    /// `place_of_width[w][k]`: the place of width `w` a task of `Placement::Width(w)` takes
+    /// when worker `k` dispatches it (one containing `k` if the layout has one).
+    place_of_width: Box<[Box<[Option<Place>]>]>,
+    pub(crate) sleep: Sleep,
+    pub(crate) speeds: Speeds,
+    pub(crate) ptt: TraceTable,
+    pub(crate) stats: StatsCollector,
+    pub(crate) policy: Mutex<PlacePolicy>,
+    idle_spin: Duration,
+    terminate: AtomicBool,
+    live: Mutex<Vec<Weak<GraphState>>>,
+}
+
+impl Registry {
+    pub(crate) fn new(
+        topology: Topology,
+        stealers: Vec<Stealer<TaskRef>>,
+        sleep: Sleep,
+        policy: PlacePolicy,
+        idle_spin: Duration,
+    ) -> Registry {
+        let n = topology.num_workers();
+        let places = topology.places();
+        Registry {
+            steal_order: (0..n).map(|w| steal_order(&topology, w)).collect(),
+            place_of_width: (0..=n).map(|w| (0..n).map(|k| place_of_width(&places, w, k)).collect()).collect(),
+            ptt: TraceTable::new(places),
+            stealers: stealers.into(),
+            injector: Injector::new(),
+            assembly: (0..n).map(|_| CachePadded::new(Mutex::new(Assembly::default()))).collect(),
+            assembly_len: (0..n).map(|_| CachePadded::new(AtomicUsize::new(0))).collect(),
+            sleep,
+            speeds: Speeds::new(n),
+            stats: StatsCollector::new(n),
+            policy: Mutex::new(policy),
+            idle_spin,
+            terminate: AtomicBool::new(false),
+            live: Mutex::new(Vec::new()),
+            topology,
+        }
+    }
+
+    pub(crate) fn num_workers(&self) -> usize {
+        self.topology.num_workers()
+    }
+
+    /// Checks that every task's placement fits this pool.
+    pub(crate) fn validate(&self, tasks: &[Task]) -> Result<(), RuntimeError> {
+        for (index, task) in tasks.iter().enumerate() {
+            match task.placement {
+                Placement::Fixed(place) if !self.topology.is_allowed(place) => {
+                    return Err(RuntimeError::PlaceNotAllowed {
+                        task: task.kind.to_string(),
+                        index,
+                        place,
+                        workers: self.num_workers(),
+                    });
+                }
+                Placement::Width(width)
+                    if self.place_of_width.get(width).is_none_or(|row| row.iter().all(Option::is_none)) =>
+                {
+                    return Err(RuntimeError::WidthNotAllowed { task: task.kind.to_string(), index, width });
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues the roots of a freshly submitted graph.
+    pub(crate) fn inject(&self, graph: &Arc<GraphState>) {
+        {
+            let mut live = self.live.lock();
+            live.retain(|g| g.strong_count() > 0);
+            live.push(Arc::downgrade(graph));
+        }
+        // Collect first: once one root runs, other nodes may reach zero pending.
+        let roots: Vec<usize> = graph.roots().collect();
+        for &node in &roots {
+            self.injector.push(TaskRef { graph: graph.clone(), node });
+        }
+        let everyone: Vec<usize> = (0..self.num_workers()).collect();
+        self.sleep.wake_some(&everyone, roots.len());
+    }
+
+    /// Pushes a gang onto the assembly queue of every worker of its place, in ascending
+    /// worker order, and wakes them. Fails when a worker of the place has exited.
+    fn enqueue_gang(&self, gang: Arc<Gang>, dispatcher: usize) -> bool {
+        let workers = gang.place.workers();
+        {
+            let mut guards: Vec<_> = workers.clone().map(|w| self.assembly[w].lock()).collect();
+            if guards.iter().any(|a| a.closed) {
+                return false;
+            }
+            for (guard, w) in guards.iter_mut().zip(workers.clone()) {
+                guard.queue.push_back(gang.clone());
+                self.assembly_len[w].fetch_add(1, Ordering::Release);
+            }
+        }
+        for w in workers.filter(|&w| w != dispatcher) {
+            self.sleep.wake(w);
+        }
+        true
+    }
+
+    fn pop_assembly(&self, worker: usize) -> Option<Arc<Gang>> {
+        if self.assembly_len[worker].load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let gang = self.assembly[worker].lock().queue.pop_front();
+        if gang.is_some() {
+            self.assembly_len[worker].fetch_sub(1, Ordering::Release);
+        }
+        gang
+    }
+
+    /// Closes a worker's assembly queue if it is empty (shutdown).
+    fn close_assembly(&self, worker: usize) -> bool {
+        let mut a = self.assembly[worker].lock();
+        a.closed = a.queue.is_empty();
+        a.closed
+    }
+
+    fn terminating(&self) -> bool {
+        self.terminate.load(Ordering::Acquire)
+    }
+
+    /// Asks workers to finish the gangs queued on them and exit.
+    pub(crate) fn terminate(&self) {
+        self.terminate.store(true, Ordering::Release);
+        self.sleep.wake_all();
+    }
+
+    /// After the workers exited: every graph still unfinished is told the runtime is gone.
+    pub(crate) fn abandon_live_graphs(&self) {
+        while self.injector.steal().is_success() {}
+        for graph in self.live.lock().drain(..).filter_map(|g| g.upgrade()) {
+            graph.abandon();
+        }
+    }
+
+    fn has_work(&self, worker: usize) -> bool {
+        self.terminating()
+            || self.assembly_len[worker].load(Ordering::Acquire) > 0
+            || !self.injector.is_empty()
+            || self.stealers.iter().any(|s| !s.is_empty())
+    }
+}
+
+/// Other workers in the order `worker` tries to steal from them.
+fn steal_order(topology: &Topology, worker: usize) -> Box<[usize]> {
+    let n = topology.num_workers();
+    let own = topology.cluster_of(worker);
+    let rotated = (1..n).map(|i| (worker + i) % n);
+    let (mut near, far): (Vec<usize>, Vec<usize>) = rotated.partition(|&w| topology.cluster_of(w) == own);
+    near.extend(far);
+    near.into()
+}
+
+fn place_of_width(places: &[Place], width: usize, worker: usize) -> Option<Place> {
+    let candidates = places.iter().filter(|p| p.width() == width);
+    candidates.min_by_key(|p| (!p.contains(worker), p.leader().abs_diff(worker))).copied()
+}
+
+/// Everything one worker thread owns.
+pub(crate) struct WorkerThread {
+    index: usize,
+    local: Worker<TaskRef>,
+    registry: Arc<Registry>,
+    parker: Parker,
+    rng: StdRng,
+}
+
+impl WorkerThread {
+    pub(crate) fn new(index: usize, local: Worker<TaskRef>, registry: Arc<Registry>, parker: Parker) -> WorkerThread {
+        WorkerThread { index, local, registry, parker, rng: StdRng::seed_from_u64(0x7a0_91be ^ index as u64) }
+    }
+
+    /// Runs until the runtime terminates and this worker's assembly queue is empty.
+    pub(crate) fn main_loop(mut self) {
+        loop {
+            if let Some(gang) = self.registry.pop_assembly(self.index) {
+                self.run_rank(&gang);
+                continue;
+            }
+            if self.registry.terminating() {
+                if self.registry.close_assembly(self.index) {
+                    return;
+                }
+                continue;
+            }
+            if let Some(task) = self.find_task() {
+                self.dispatch(task);
+                continue;
+            }
+            self.idle();
+        }
+    }
+
+    /// Local deque, then thieving (own cluster first), then the injector.
+    fn find_task(&self) -> Option<TaskRef> {
+        self.local.pop().or_else(|| self.steal()).or_else(|| self.steal_injected())
+    }
+
+    fn steal(&self) -> Option<TaskRef> {
+        let registry = &self.registry;
+        loop {
+            let mut retry = false;
+            for &victim in registry.steal_order[self.index].iter() {
+                match registry.stealers[victim].steal() {
+                    Steal::Success(task) => {
+                        registry.stats.record_steal(self.index);
+                        return Some(task);
+                    }
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+        }
+    }
+
+    fn steal_injected(&self) -> Option<TaskRef> {
+        loop {
+            match self.registry.injector.steal_batch_and_pop(&self.local) {
+                Steal::Success(task) => return Some(task),
+                Steal::Retry => continue,
+                Steal::Empty => return None,
+            }
+        }
+    }
+
+    /// Spins for `idle_spin` (cheap wake-up for fork-join), then parks.
+    #[cold]
+    fn idle(&self) {
+        let registry = &self.registry;
+        let start = Instant::now();
+        let backoff = Backoff::new();
+        while start.elapsed() < registry.idle_spin {
+            if registry.has_work(self.index) || !self.local.is_empty() {
+                return;
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
+        if registry.sleep.sleep(self.index, &self.parker, || registry.has_work(self.index)) {
+            registry.stats.record_park(self.index);
+        }
+    }
+
+    /// Decides where a ready task runs and starts it there.
+    fn dispatch(&mut self, task: TaskRef) {
+        let registry = self.registry.clone();
+        if task.graph.has_failed() {
+            self.complete(&task.graph, task.node);
+            return;
+        }
+        let t = &task.graph.nodes[task.node].task;
+        let place = match t.placement {
+            Placement::Fixed(place) => place,
+            Placement::Width(w) => registry.place_of_width[w][self.index].unwrap_or(Place::new(self.index, 1)),
+            Placement::Auto => {
+                let policy = *registry.policy.lock();
+                registry.ptt.choose(t.kind, t.hint, self.index, policy, &mut self.rng)
+            }
+        };
+        if place.width() == 1 && place.leader() == self.index {
+            let took = self.run_part(&task.graph, task.node, place, &GangBarrier::new(1));
+            self.finish(&task.graph, task.node, place, took);
+            return;
+        }
+        let gang = Arc::new(Gang::new(task.graph, task.node, place));
+        // A refused gang means shutdown: its graph is abandoned once the workers exit.
+        registry.enqueue_gang(gang, self.index);
+    }
+
+    /// Runs this worker's rank of a gang; the last rank to finish completes the task.
+    fn run_rank(&mut self, gang: &Gang) {
+        let took = self.run_part(&gang.graph, gang.node, gang.place, &gang.barrier);
+        gang.slowest_ns.fetch_max(took.as_nanos() as u64, Ordering::AcqRel);
+        if gang.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let slowest = Duration::from_nanos(gang.slowest_ns.load(Ordering::Acquire));
+            self.finish(&gang.graph, gang.node, gang.place, slowest);
+        }
+    }
+
+    /// Calls the task body for this worker's rank, catching a panic, then stalls as the
+    /// emulated speed says. Returns the rank's time.
+    fn run_part(&self, graph: &GraphState, node: usize, place: Place, barrier: &GangBarrier) -> Duration {
+        let start = Instant::now();
+        if !graph.has_failed() {
+            let ctx = TaskCtx { rank: self.index - place.leader(), place, worker: self.index, barrier };
+            let task = &graph.nodes[node].task;
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (task.body)(&ctx))) {
+                barrier.break_barrier();
+                graph.fail(RuntimeError::TaskPanicked {
+                    task: task.kind.to_string(),
+                    index: node,
+                    worker: self.index,
+                    message: panic_message(payload.as_ref()),
+                });
+            }
+        }
+        self.registry.speeds.stall(self.index, start.elapsed());
+        let took = start.elapsed();
+        self.registry.stats.record_part(self.index, took);
+        took
+    }
+
+    /// Records a finished task's time and releases its successors.
+    fn finish(&mut self, graph: &Arc<GraphState>, node: usize, place: Place, took: Duration) {
+        if !graph.has_failed() {
+            let task = &graph.nodes[node].task;
+            self.registry.ptt.record(task.kind, task.hint, place, took.as_secs_f64());
+            self.registry.stats.record_task(self.index, task.kind, took);
+        }
+        self.complete(graph, node);
+    }
+
+    /// Marks `node` done: successors whose last predecessor it was become ready here.
+    fn complete(&mut self, graph: &Arc<GraphState>, node: usize) {
+        let mut released = 0usize;
+        for &s in graph.nodes[node].succs.iter() {
+            if graph.nodes[s].pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                self.local.push(TaskRef { graph: graph.clone(), node: s });
+                released += 1;
+            }
+        }
+        // This worker takes one of them next, unless gangs are waiting on it first.
+        let busy_here = self.registry.assembly_len[self.index].load(Ordering::Acquire) > 0;
+        let wake = if busy_here { released } else { released.saturating_sub(1) };
+        self.registry.sleep.wake_some(&self.registry.steal_order[self.index], wake);
+        graph.finish_one();
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}

@@ -1,0 +1,10 @@
+//! taopipe: CNN inference as a pipeline of stages on multicore CPUs whose cores are not
+//! equal, tuned online by measuring (Pipe-search).
+//!
+//! This facade re-exports the workspace crates under one name.
+#![deny(missing_docs)]
+
+pub use taopipe_dsl as dsl;
+pub use taopipe_nets as nets;
+pub use taopipe_runtime as runtime;
+pub use taopipe_tuner as tuner;
