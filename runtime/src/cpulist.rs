@@ -67,8 +67,12 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
     let mut rest = cpus;
     while let Some(&first) = rest.first() {
         let run = run_length(rest);
-        let last = first + run - 1;
-        parts.push(if run == 1 { first.to_string() } else { format!("{first}-{last}") });
+        let last = rest[run - 1];
+        parts.push(if run == 1 {
+            first.to_string()
+        } else {
+            format!("{first}-{last}")
+        });
         rest = &rest[run..];
     }
     parts.join(",")
@@ -76,7 +80,10 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 
 /// Length of the run of consecutive ascending ids at the start of `cpus`.
 fn run_length(cpus: &[usize]) -> usize {
-    1 + cpus.windows(2).take_while(|pair| pair[0].checked_add(1) == Some(pair[1])).count()
+    1 + cpus
+        .windows(2)
+        .take_while(|pair| pair[0].checked_add(1) == Some(pair[1]))
+        .count()
 }
 
 /// Parses one entry of a CPU list: a single id (`"5"`) or an inclusive range
@@ -100,7 +107,9 @@ pub(crate) fn parse_cpu_token(token: &str) -> Result<RangeInclusive<usize>, Stri
 fn parse_cpu_id(digits: &str, token: &str) -> Result<usize, String> {
     let cpu = parse_decimal(digits).ok_or_else(|| format!("`{token}` is not a CPU id or range"))?;
     if cpu > MAX_CPU_ID {
-        return Err(format!("`{token}`: cpu {cpu} is above the limit of {MAX_CPU_ID}"));
+        return Err(format!(
+            "`{token}`: cpu {cpu} is above the limit of {MAX_CPU_ID}"
+        ));
     }
     Ok(cpu)
 }
@@ -120,7 +129,10 @@ mod tests {
 
     #[test]
     fn cpulist_parses_singles_ranges_and_whitespace() {
-        assert_eq!(parse_cpu_list(" 0-3,5 , 7-8\n"), Ok(vec![0, 1, 2, 3, 5, 7, 8]));
+        assert_eq!(
+            parse_cpu_list(" 0-3,5 , 7-8\n"),
+            Ok(vec![0, 1, 2, 3, 5, 7, 8])
+        );
         assert_eq!(parse_cpu_list("4"), Ok(vec![4]));
         assert_eq!(parse_cpu_list("2-2"), Ok(vec![2]));
         assert_eq!(parse_cpu_list("  \n"), Ok(vec![]));
@@ -156,12 +168,22 @@ mod tests {
         assert_eq!(format_cpu_list(&[3]), "3");
         assert_eq!(format_cpu_list(&[0, 1]), "0-1");
         assert_eq!(format_cpu_list(&[5, 4, 3]), "5,4,3");
-        assert_eq!(format_cpu_list(&[usize::MAX - 1, usize::MAX]), format!("{}-{}", usize::MAX - 1, usize::MAX));
+        assert_eq!(
+            format_cpu_list(&[usize::MAX - 1, usize::MAX]),
+            format!("{}-{}", usize::MAX - 1, usize::MAX)
+        );
     }
 
     #[test]
     fn cpulist_round_trips() {
-        for cpus in [vec![], vec![0], vec![0, 1, 2, 3], vec![1, 3, 5], vec![7, 8, 0, 1, 2, 10], vec![9, 8]] {
+        for cpus in [
+            vec![],
+            vec![0],
+            vec![0, 1, 2, 3],
+            vec![1, 3, 5],
+            vec![7, 8, 0, 1, 2, 10],
+            vec![9, 8],
+        ] {
             assert_eq!(parse_cpu_list(&format_cpu_list(&cpus)), Ok(cpus.clone()));
         }
     }

@@ -36,7 +36,7 @@ impl TaskId {
 /// g.make_edge(ids[1], ids[2]);
 /// rt.run(g)?;
 /// assert_eq!(*log.lock().unwrap(), [0, 1, 2]);
-/// # Ok::<(), taopipe_runtime::RuntimeError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct TaskGraph {

@@ -153,7 +153,7 @@ fn pin_to(cpu: usize, worker: usize) -> bool {
 ///     s.fetch_add(part, Ordering::Relaxed);
 /// })?;
 /// assert_eq!(sum.load(Ordering::Relaxed), 4950);
-/// # Ok::<(), taopipe_runtime::RuntimeError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Runtime {
     registry: Arc<Registry>,

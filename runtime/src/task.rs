@@ -41,7 +41,7 @@ pub enum Placement {
 /// }).on(Place::new(0, 2)));
 /// rt.run(g)?;
 /// assert_eq!(ranks.load(Ordering::Relaxed), 1 + 2); // ranks 0 and 1 each ran once
-/// # Ok::<(), taopipe_runtime::RuntimeError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct Task {
@@ -143,7 +143,7 @@ impl TaskCtx<'_> {
     ///     let mine = ctx.split(5);
     ///     assert_eq!(mine, if ctx.rank() == 0 { 0..3 } else { 3..5 });
     /// })?;
-    /// # Ok::<(), taopipe_runtime::RuntimeError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn split(&self, n: usize) -> Range<usize> {
         split_range(n, self.rank, self.width())

@@ -29,6 +29,11 @@
 //! (4 cores sharing an L2, each module its own `cluster_id`) stay separate
 //! clusters.
 //!
+//! The rule runs on every online CPU, then keeps the usable ones: clusters
+//! are a property of the hardware, so an affinity mask or a layout listing
+//! a subset does not merge clusters (a Jetson TX2 restricted to 3 A57 cores
+//! and 1 Denver core still has two clusters, one of them a singleton).
+//!
 //! Clusters are ordered fastest first: P-cores, then unknown kind, then
 //! E-cores; within a kind by descending capacity, then descending maximum
 //! frequency (unknown values last); ties by smallest CPU id. Cluster `i` of
@@ -70,6 +75,9 @@ const LAYOUT_ENV: &str = "TAOPIPE_LAYOUT";
 
 /// Where the kernel's sysfs is mounted.
 const SYSFS_ROOT: &str = "/sys";
+
+/// The online CPUs, relative to the sysfs root.
+const ONLINE: &str = "devices/system/cpu/online";
 
 /// Largest virtual topology: default widths take `n²/2` entries, and a
 /// simulation larger than any real machine is more likely a mistake.
@@ -205,7 +213,9 @@ pub enum TopologyError {
         reason: String,
     },
     /// A layout CPU that is offline or outside the affinity mask.
-    #[error("{origin}:{line}: cpu {cpu} is not usable (offline or not in this process's affinity mask)")]
+    #[error(
+        "{origin}:{line}: cpu {cpu} is not usable (offline or not in this process's affinity mask)"
+    )]
     LayoutCpuUnusable {
         /// The layout's name.
         origin: String,
@@ -332,10 +342,14 @@ impl Topology {
                 ),
             });
         }
-        let mut cpus = cluster_cpus(sysfs_root, &usable);
-        cpus.sort_by_key(|cpu| (cpu.cluster, cpu.id));
+        let cpus = cluster_cpus(sysfs_root, &usable);
         let widths = default_widths(cpus.len());
-        Ok(Topology::build(cpus, widths, sysfs_source(sysfs_root), true))
+        Ok(Topology::build(
+            cpus,
+            widths,
+            sysfs_source(sysfs_root),
+            true,
+        ))
     }
 
     /// Builds the topology from XiTAO layout `text`: a line of CPUs (worker
@@ -369,8 +383,14 @@ impl Topology {
         allowed: &[usize],
     ) -> Result<Topology, TopologyError> {
         let layout = Layout::parse(text, origin, &usable_cpus(sysfs_root, allowed))?;
-        let cpus = cluster_cpus(sysfs_root, &layout.cpus);
-        Ok(Topology::build(cpus, layout.widths, format!("layout file {origin}"), true))
+        let mut cpus = cluster_cpus(sysfs_root, &layout.cpus);
+        cpus.sort_by_key(|cpu| layout.cpus.iter().position(|&id| id == cpu.id));
+        Ok(Topology::build(
+            cpus,
+            layout.widths,
+            format!("layout file {origin}"),
+            true,
+        ))
     }
 
     /// Reads a layout file (see [`Topology::from_layout`]), checking its CPUs
@@ -467,7 +487,10 @@ impl Topology {
             .map(|&worker| {
                 let cpu = &self.cpus[worker];
                 let cluster = old_clusters.partition_point(|&old| old < cpu.cluster);
-                Cpu { cluster, ..cpu.clone() }
+                Cpu {
+                    cluster,
+                    ..cpu.clone()
+                }
             })
             .collect();
         let widths = kept
@@ -475,7 +498,11 @@ impl Topology {
             .enumerate()
             .map(|(leader, &worker)| fitting_widths(&self.widths[worker], kept.len() - leader))
             .collect();
-        let source = format!("{}, restricted to cpus {}", self.source, format_cpu_list(cpus));
+        let source = format!(
+            "{}, restricted to cpus {}",
+            self.source,
+            format_cpu_list(cpus)
+        );
         Ok(Topology::build(new_cpus, widths, source, self.pin))
     }
 
@@ -511,7 +538,9 @@ impl Topology {
 
     /// Whether `place` is one of [`Topology::places`].
     pub fn is_allowed(&self, place: Place) -> bool {
-        self.allowed_widths(place.leader()).binary_search(&place.width()).is_ok()
+        self.allowed_widths(place.leader())
+            .binary_search(&place.width())
+            .is_ok()
     }
 
     /// Every allowed place, ordered by (leader, width).
@@ -538,13 +567,21 @@ impl Topology {
     /// Assembles a topology; `cpus[i].cluster` must be dense cluster indices.
     fn build(cpus: Vec<Cpu>, widths: Vec<Vec<usize>>, source: String, pin: bool) -> Topology {
         let clusters = clusters_of(&cpus);
-        Topology { cpus, clusters, widths, source, pin }
+        Topology {
+            cpus,
+            clusters,
+            widths,
+            source,
+            pin,
+        }
     }
 
     /// Rejects an empty restriction, repeated CPUs and CPUs we do not use.
     fn check_restriction(&self, cpus: &[usize]) -> Result<(), TopologyError> {
         if cpus.is_empty() {
-            return Err(TopologyError::NoUsableCpu { context: "an empty CPU restriction".to_owned() });
+            return Err(TopologyError::NoUsableCpu {
+                context: "an empty CPU restriction".to_owned(),
+            });
         }
         for (i, &cpu) in cpus.iter().enumerate() {
             if cpus[..i].contains(&cpu) {
@@ -553,7 +590,10 @@ impl Topology {
             if !self.cpus.iter().any(|c| c.id == cpu) {
                 let mut ids: Vec<usize> = self.cpus.iter().map(|c| c.id).collect();
                 ids.sort_unstable();
-                return Err(TopologyError::UnknownCpu { cpu, available: format_cpu_list(&ids) });
+                return Err(TopologyError::UnknownCpu {
+                    cpu,
+                    available: format_cpu_list(&ids),
+                });
             }
         }
         Ok(())
@@ -599,7 +639,14 @@ impl Topology {
 impl Cpu {
     /// A CPU nothing is known about (virtual topologies).
     fn unprobed(id: usize, cluster: usize) -> Cpu {
-        Cpu { id, cluster, kind: CoreKind::Unknown, capacity: None, max_freq_khz: None, governor: None }
+        Cpu {
+            id,
+            cluster,
+            kind: CoreKind::Unknown,
+            capacity: None,
+            max_freq_khz: None,
+            governor: None,
+        }
     }
 
     /// `, P-core, capacity 1024, max 2035 MHz, governor schedutil`, leaving
@@ -611,9 +658,15 @@ impl Cpu {
             CoreKind::Unknown => None,
         };
         let capacity = self.capacity.map(|c| format!("capacity {c}"));
-        let freq = self.max_freq_khz.map(|khz| format!("max {} MHz", khz / 1000));
+        let freq = self
+            .max_freq_khz
+            .map(|khz| format!("max {} MHz", khz / 1000));
         let governor = self.governor.as_ref().map(|g| format!("governor {g}"));
-        [kind, capacity, freq, governor].into_iter().flatten().map(|t| format!(", {t}")).collect()
+        [kind, capacity, freq, governor]
+            .into_iter()
+            .flatten()
+            .map(|t| format!(", {t}"))
+            .collect()
     }
 }
 
@@ -646,22 +699,31 @@ impl Probe {
 
     /// The grouping key of the clustering rule.
     fn key(&self) -> (CoreKind, Option<u32>, Option<u64>, Option<&str>) {
-        (self.kind, self.capacity, self.max_freq_khz, self.governor.as_deref())
+        (
+            self.kind,
+            self.capacity,
+            self.max_freq_khz,
+            self.governor.as_deref(),
+        )
     }
 
     /// The cluster order: kind, then descending capacity and frequency.
     fn speed_rank(&self) -> (u8, Reverse<Option<u32>>, Reverse<Option<u64>>) {
-        (self.kind.rank(), Reverse(self.capacity), Reverse(self.max_freq_khz))
+        (
+            self.kind.rank(),
+            Reverse(self.capacity),
+            Reverse(self.max_freq_khz),
+        )
     }
 
-    fn into_cpu(self, cluster: usize) -> Cpu {
+    fn to_cpu(&self, cluster: usize) -> Cpu {
         Cpu {
             id: self.id,
             cluster,
             kind: self.kind,
             capacity: self.capacity,
             max_freq_khz: self.max_freq_khz,
-            governor: self.governor,
+            governor: self.governor.clone(),
         }
     }
 }
@@ -675,8 +737,13 @@ struct Hybrid {
 
 impl Hybrid {
     fn read(root: &Path) -> Hybrid {
-        let list = |pmu: &str| read_cpu_list(&root.join(format!("devices/{pmu}/cpus"))).unwrap_or_default();
-        Hybrid { performance: list("cpu_core"), efficiency: list("cpu_atom") }
+        let list = |pmu: &str| {
+            read_cpu_list(&root.join(format!("devices/{pmu}/cpus"))).unwrap_or_default()
+        };
+        Hybrid {
+            performance: list("cpu_core"),
+            efficiency: list("cpu_atom"),
+        }
     }
 
     fn kind(&self, cpu: usize) -> CoreKind {
@@ -705,7 +772,7 @@ fn allowed_cpus() -> Vec<usize> {
 /// `allowed` ∩ online CPUs (all of `allowed` when `online` is missing),
 /// ascending.
 fn usable_cpus(root: &Path, allowed: &[usize]) -> Vec<usize> {
-    let online = read_cpu_list(&root.join("devices/system/cpu/online"));
+    let online = read_cpu_list(&root.join(ONLINE));
     let mut usable: Vec<usize> = allowed
         .iter()
         .copied()
@@ -716,18 +783,34 @@ fn usable_cpus(root: &Path, allowed: &[usize]) -> Vec<usize> {
     usable
 }
 
-/// Probes `ids` and assigns clusters by the module's rule; the result is in
-/// the order of `ids`.
+/// The CPUs `ids` with clusters assigned by the module's rule, cluster by
+/// cluster, ids ascending inside a cluster. The rule runs on every online CPU
+/// (plus `ids`), so an affinity mask or a layout listing a subset does not
+/// change which cluster a CPU belongs to; clusters with no CPU of `ids` are
+/// dropped.
 fn cluster_cpus(root: &Path, ids: &[usize]) -> Vec<Cpu> {
     let hybrid = Hybrid::read(root);
-    let probes: Vec<Probe> = ids.iter().map(|&id| Probe::read(root, id, &hybrid)).collect();
-    let mut cluster_of = vec![0; probes.len()];
-    for (cluster, members) in cluster_groups(&probes).iter().enumerate() {
-        for &i in members {
-            cluster_of[i] = cluster;
-        }
-    }
-    probes.into_iter().zip(cluster_of).map(|(probe, cluster)| probe.into_cpu(cluster)).collect()
+    let mut all = read_cpu_list(&root.join(ONLINE)).unwrap_or_default();
+    all.extend_from_slice(ids);
+    all.sort_unstable();
+    all.dedup();
+    let probes: Vec<Probe> = all
+        .iter()
+        .map(|&id| Probe::read(root, id, &hybrid))
+        .collect();
+    cluster_groups(&probes)
+        .into_iter()
+        .map(|group| {
+            group
+                .into_iter()
+                .map(|i| &probes[i])
+                .filter(|p| ids.contains(&p.id))
+                .collect::<Vec<_>>()
+        })
+        .filter(|members| !members.is_empty())
+        .enumerate()
+        .flat_map(|(cluster, members)| members.into_iter().map(move |probe| probe.to_cpu(cluster)))
+        .collect()
 }
 
 /// The clusters as lists of indices into `probes`, in cluster order.
@@ -747,11 +830,18 @@ fn cluster_groups(probes: &[Probe]) -> Vec<Vec<usize>> {
 /// Splits a group by `cluster_id` unless that leaves a single-CPU cluster.
 fn split_by_cluster_id(group: Vec<usize>, probes: &[Probe]) -> Vec<Vec<usize>> {
     let split = group_by(group.iter().copied(), |&i| probes[i].cluster_id);
-    if split.iter().any(|part| part.len() == 1) { vec![group] } else { split }
+    if split.iter().any(|part| part.len() == 1) {
+        vec![group]
+    } else {
+        split
+    }
 }
 
 /// Groups items by key, groups in order of first appearance.
-fn group_by<T, K: PartialEq>(items: impl IntoIterator<Item = T>, key: impl Fn(&T) -> K) -> Vec<Vec<T>> {
+fn group_by<T, K: PartialEq>(
+    items: impl IntoIterator<Item = T>,
+    key: impl Fn(&T) -> K,
+) -> Vec<Vec<T>> {
     let mut groups: Vec<(K, Vec<T>)> = Vec::new();
     for item in items {
         let k = key(&item);
@@ -777,7 +867,11 @@ fn clusters_of(cpus: &[Cpu]) -> Vec<Cluster> {
     workers
         .into_iter()
         .enumerate()
-        .map(|(id, workers)| Cluster { id, name: cluster_name(id, &kinds), workers })
+        .map(|(id, workers)| Cluster {
+            id,
+            name: cluster_name(id, &kinds),
+            workers,
+        })
         .collect()
 }
 
@@ -809,17 +903,28 @@ fn check_virtual_sizes(sizes: &[usize]) -> Result<(), TopologyError> {
         "needs at least one cluster".to_owned()
     } else if let Some(i) = sizes.iter().position(|&size| size == 0) {
         format!("cluster {i} has size 0")
-    } else if sizes.iter().try_fold(0usize, |sum, &size| sum.checked_add(size)).is_none_or(|n| n > MAX_VIRTUAL_WORKERS) {
+    } else if sizes
+        .iter()
+        .try_fold(0usize, |sum, &size| sum.checked_add(size))
+        .is_none_or(|n| n > MAX_VIRTUAL_WORKERS)
+    {
         format!("more than {MAX_VIRTUAL_WORKERS} workers")
     } else {
         return Ok(());
     };
-    Err(TopologyError::BadVirtual { spec: format!("virtual_clusters({sizes:?})"), reason })
+    Err(TopologyError::BadVirtual {
+        spec: format!("virtual_clusters({sizes:?})"),
+        reason,
+    })
 }
 
 /// `sysfs` for the real one, `sysfs at ROOT` for a fake tree.
 fn sysfs_source(root: &Path) -> String {
-    if root == Path::new(SYSFS_ROOT) { "sysfs".to_owned() } else { format!("sysfs at {}", root.display()) }
+    if root == Path::new(SYSFS_ROOT) {
+        "sysfs".to_owned()
+    } else {
+        format!("sysfs at {}", root.display())
+    }
 }
 
 /// A sysfs file's content, trimmed; `None` if missing, unreadable or empty.
@@ -850,7 +955,9 @@ impl Layout {
     /// Parses XiTAO layout `text`; CPUs must be in `usable`.
     fn parse(text: &str, origin: &str, usable: &[usize]) -> Result<Layout, TopologyError> {
         let mut lines = content_lines(text);
-        let (cpu_line, cpu_text) = lines.next().ok_or_else(|| TopologyError::EmptyLayout { origin: origin.to_owned() })?;
+        let (cpu_line, cpu_text) = lines.next().ok_or_else(|| TopologyError::EmptyLayout {
+            origin: origin.to_owned(),
+        })?;
         let cpus = parse_layout_cpus(origin, cpu_line, cpu_text, usable)?;
         let n = cpus.len();
         let mut widths = Vec::with_capacity(n);
@@ -887,11 +994,17 @@ fn content_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 
 /// Tokens of a layout line: separated by whitespace and/or commas.
 fn tokens(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| c.is_whitespace() || c == ',').filter(|token| !token.is_empty())
+    text.split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|token| !token.is_empty())
 }
 
 /// The layout's CPU line: ids or ranges, each usable, none twice.
-fn parse_layout_cpus(origin: &str, line: usize, text: &str, usable: &[usize]) -> Result<Vec<usize>, TopologyError> {
+fn parse_layout_cpus(
+    origin: &str,
+    line: usize,
+    text: &str,
+    usable: &[usize],
+) -> Result<Vec<usize>, TopologyError> {
     let mut cpus = Vec::new();
     for token in tokens(text) {
         let range = parse_cpu_token(token).map_err(|reason| TopologyError::LayoutToken {
@@ -902,22 +1015,40 @@ fn parse_layout_cpus(origin: &str, line: usize, text: &str, usable: &[usize]) ->
         })?;
         for cpu in range {
             if cpus.contains(&cpu) {
-                return Err(TopologyError::LayoutCpuTwice { origin: origin.to_owned(), line, cpu });
+                return Err(TopologyError::LayoutCpuTwice {
+                    origin: origin.to_owned(),
+                    line,
+                    cpu,
+                });
             }
             if !usable.contains(&cpu) {
-                return Err(TopologyError::LayoutCpuUnusable { origin: origin.to_owned(), line, cpu });
+                return Err(TopologyError::LayoutCpuUnusable {
+                    origin: origin.to_owned(),
+                    line,
+                    cpu,
+                });
             }
             cpus.push(cpu);
         }
     }
     if cpus.is_empty() {
-        return Err(TopologyError::LayoutEmptyLine { origin: origin.to_owned(), line, what: "CPU" });
+        return Err(TopologyError::LayoutEmptyLine {
+            origin: origin.to_owned(),
+            line,
+            what: "CPU",
+        });
     }
     Ok(cpus)
 }
 
 /// One widths line for `leader` of `n` workers: ascending, deduplicated.
-fn parse_width_line(origin: &str, line: usize, text: &str, leader: usize, n: usize) -> Result<Vec<usize>, TopologyError> {
+fn parse_width_line(
+    origin: &str,
+    line: usize,
+    text: &str,
+    leader: usize,
+    n: usize,
+) -> Result<Vec<usize>, TopologyError> {
     let mut widths = Vec::new();
     for token in tokens(text) {
         let width = parse_decimal(token).ok_or_else(|| TopologyError::LayoutToken {
@@ -927,12 +1058,22 @@ fn parse_width_line(origin: &str, line: usize, text: &str, leader: usize, n: usi
             reason: format!("`{token}` is not a width"),
         })?;
         if width == 0 || leader + width > n {
-            return Err(TopologyError::LayoutWidth { origin: origin.to_owned(), line, leader, width, workers: n });
+            return Err(TopologyError::LayoutWidth {
+                origin: origin.to_owned(),
+                line,
+                leader,
+                width,
+                workers: n,
+            });
         }
         widths.push(width);
     }
     if widths.is_empty() {
-        return Err(TopologyError::LayoutEmptyLine { origin: origin.to_owned(), line, what: "width" });
+        return Err(TopologyError::LayoutEmptyLine {
+            origin: origin.to_owned(),
+            line,
+            what: "width",
+        });
     }
     widths.sort_unstable();
     widths.dedup();
