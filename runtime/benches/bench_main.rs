@@ -53,7 +53,9 @@ mod workload;
 
 /// The runtime under test: `TAOPIPE_BENCH_WORKERS` virtual workers, or the detected topology.
 fn runtime() -> Runtime {
-    let workers = std::env::var("TAOPIPE_BENCH_WORKERS").ok().and_then(|v| v.parse::<usize>().ok());
+    let workers = std::env::var("TAOPIPE_BENCH_WORKERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
     match workers {
         Some(n) => Runtime::builder().workers(n).build(),
         None => Runtime::new(),
@@ -62,11 +64,17 @@ fn runtime() -> Runtime {
 }
 
 fn tasks() -> usize {
-    std::env::var("TAOPIPE_BENCH_TASKS").ok().and_then(|v| v.parse().ok()).unwrap_or(workload::TASKS)
+    std::env::var("TAOPIPE_BENCH_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(workload::TASKS)
 }
 
 fn config() -> Criterion {
-    Criterion::default().sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3))
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
 }
 
 fn dag_throughput(c: &mut Criterion) {

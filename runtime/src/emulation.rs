@@ -67,7 +67,9 @@ pub struct EmulationSpec {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EmulationError {
     /// A token that is neither a preset nor a number.
-    #[error("emulation spec item `{0}`: expected `performance`, `powersave` or a speed factor in (0, 1]")]
+    #[error(
+        "emulation spec item `{0}`: expected `performance`, `powersave` or a speed factor in (0, 1]"
+    )]
     BadSpeed(String),
     /// A factor outside (0, 1].
     #[error("emulation speed {0} is out of range: it must be in (0, 1]")]
@@ -109,12 +111,19 @@ impl EmulationSpec {
             4 => (POWERSAVE, POWERSAVE),
             _ => return Err(EmulationError::BadTable1(n.to_string())),
         };
-        Ok(EmulationSpec { items: vec![(Target::Table1Cluster(0), a57), (Target::Table1Cluster(1), denver)] })
+        Ok(EmulationSpec {
+            items: vec![
+                (Target::Table1Cluster(0), a57),
+                (Target::Table1Cluster(1), denver),
+            ],
+        })
     }
 
     /// Every worker at `speed`.
     pub fn uniform(speed: f64) -> Result<EmulationSpec, EmulationError> {
-        Ok(EmulationSpec { items: vec![(Target::All, check_speed(speed)?)] })
+        Ok(EmulationSpec {
+            items: vec![(Target::All, check_speed(speed)?)],
+        })
     }
 
     /// The items, in order.
@@ -131,15 +140,28 @@ impl EmulationSpec {
             let workers: Vec<usize> = match target {
                 Target::All => (0..n).collect(),
                 Target::Worker(w) if w < n => vec![w],
-                Target::Worker(w) => return Err(EmulationError::NoSuchWorker { worker: w, workers: n }),
-                Target::Cluster(c) => clusters
-                    .get(c)
-                    .map(|cl| cl.workers.clone())
-                    .ok_or(EmulationError::NoSuchCluster { cluster: c, clusters: clusters.len() })?,
-                Target::Table1Cluster(half) if clusters.len() >= 2 => clusters[half].workers.clone(),
+                Target::Worker(w) => {
+                    return Err(EmulationError::NoSuchWorker {
+                        worker: w,
+                        workers: n,
+                    });
+                }
+                Target::Cluster(c) => clusters.get(c).map(|cl| cl.workers.clone()).ok_or(
+                    EmulationError::NoSuchCluster {
+                        cluster: c,
+                        clusters: clusters.len(),
+                    },
+                )?,
+                Target::Table1Cluster(half) if clusters.len() >= 2 => {
+                    clusters[half].workers.clone()
+                }
                 Target::Table1Cluster(half) => {
                     let mid = n.div_ceil(2);
-                    if half == 0 { (0..mid).collect() } else { (mid..n).collect() }
+                    if half == 0 {
+                        (0..mid).collect()
+                    } else {
+                        (mid..n).collect()
+                    }
                 }
             };
             for w in workers {
@@ -151,14 +173,22 @@ impl EmulationSpec {
 }
 
 fn check_speed(speed: f64) -> Result<f64, EmulationError> {
-    if speed > 0.0 && speed <= 1.0 { Ok(speed) } else { Err(EmulationError::OutOfRange(speed)) }
+    if speed > 0.0 && speed <= 1.0 {
+        Ok(speed)
+    } else {
+        Err(EmulationError::OutOfRange(speed))
+    }
 }
 
 fn parse_speed(token: &str) -> Result<f64, EmulationError> {
     match token {
         "performance" => Ok(PERFORMANCE),
         "powersave" => Ok(POWERSAVE),
-        _ => check_speed(token.parse::<f64>().map_err(|_| EmulationError::BadSpeed(token.to_string()))?),
+        _ => check_speed(
+            token
+                .parse::<f64>()
+                .map_err(|_| EmulationError::BadSpeed(token.to_string()))?,
+        ),
     }
 }
 
@@ -184,7 +214,9 @@ impl FromStr for EmulationSpec {
         let mut positional = 0;
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             if let Some(n) = item.strip_prefix("table1:") {
-                let n = n.parse::<u8>().map_err(|_| EmulationError::BadTable1(n.to_string()))?;
+                let n = n
+                    .parse::<u8>()
+                    .map_err(|_| EmulationError::BadTable1(n.to_string()))?;
                 items.extend(EmulationSpec::table1(n)?.items);
             } else if let Some((target, speed)) = item.split_once('=') {
                 items.push((parse_target(target.trim())?, parse_speed(speed.trim())?));
@@ -223,7 +255,11 @@ pub(crate) struct Speeds {
 
 impl Speeds {
     pub(crate) fn new(workers: usize) -> Speeds {
-        Speeds { factors: (0..workers).map(|_| AtomicU64::new(PERFORMANCE.to_bits())).collect() }
+        Speeds {
+            factors: (0..workers)
+                .map(|_| AtomicU64::new(PERFORMANCE.to_bits()))
+                .collect(),
+        }
     }
 
     pub(crate) fn get(&self, worker: usize) -> f64 {
@@ -262,3 +298,6 @@ fn busy_wait(extra: Duration) {
         std::hint::spin_loop();
     }
 }
+
+#[cfg(test)]
+mod test;

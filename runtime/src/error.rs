@@ -24,7 +24,9 @@ pub enum RuntimeError {
         unfinished: usize,
     },
     /// A task asks for a place the topology does not allow.
-    #[error("task `{task}` (#{index}) asks for place {place}, which this runtime's {workers} worker(s) and layout do not allow")]
+    #[error(
+        "task `{task}` (#{index}) asks for place {place}, which this runtime's {workers} worker(s) and layout do not allow"
+    )]
     PlaceNotAllowed {
         /// The task's type name.
         task: String,

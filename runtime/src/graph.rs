@@ -113,7 +113,10 @@ pub(crate) struct GraphState {
 
 impl GraphState {
     /// Builds the run state, checking the graph for cycles (Kahn's algorithm).
-    pub(crate) fn new(tasks: Vec<Task>, succs: Vec<Vec<usize>>) -> Result<GraphState, RuntimeError> {
+    pub(crate) fn new(
+        tasks: Vec<Task>,
+        succs: Vec<Vec<usize>>,
+    ) -> Result<GraphState, RuntimeError> {
         let mut indegree = vec![0usize; tasks.len()];
         for &s in succs.iter().flatten() {
             indegree[s] += 1;
@@ -123,11 +126,21 @@ impl GraphState {
             .into_iter()
             .zip(succs)
             .zip(&indegree)
-            .map(|((task, succs), &d)| Node { task, succs: succs.into(), pending: AtomicUsize::new(d) })
+            .map(|((task, succs), &d)| Node {
+                task,
+                succs: succs.into(),
+                pending: AtomicUsize::new(d),
+            })
             .collect::<Box<[Node]>>();
         let remaining = AtomicUsize::new(nodes.len());
         let outcome = Mutex::new(if nodes.is_empty() { Some(Ok(())) } else { None });
-        Ok(GraphState { nodes, remaining, failed: AtomicBool::new(false), outcome, done: Condvar::new() })
+        Ok(GraphState {
+            nodes,
+            remaining,
+            failed: AtomicBool::new(false),
+            outcome,
+            done: Condvar::new(),
+        })
     }
 
     /// Tasks with no predecessor.
@@ -184,7 +197,11 @@ impl GraphState {
     }
 }
 
-fn check_acyclic(tasks: &[Task], succs: &[Vec<usize>], indegree: &[usize]) -> Result<(), RuntimeError> {
+fn check_acyclic(
+    tasks: &[Task],
+    succs: &[Vec<usize>],
+    indegree: &[usize],
+) -> Result<(), RuntimeError> {
     let mut left = indegree.to_vec();
     let mut stack: Vec<usize> = (0..tasks.len()).filter(|&i| left[i] == 0).collect();
     let mut seen = 0;
@@ -201,7 +218,10 @@ fn check_acyclic(tasks: &[Task], succs: &[Vec<usize>], indegree: &[usize]) -> Re
         return Ok(());
     }
     let index = (0..tasks.len()).find(|&i| left[i] > 0).unwrap_or(0);
-    Err(RuntimeError::Cycle { task: tasks[index].kind.to_string(), index })
+    Err(RuntimeError::Cycle {
+        task: tasks[index].kind.to_string(),
+        index,
+    })
 }
 
 /// Waits for a submitted graph. Dropping the handle does not cancel the graph.

@@ -105,7 +105,10 @@ impl RuntimeBuilder {
         let stealers = locals.iter().map(Worker::stealer).collect();
         let spin = self.idle_spin.unwrap_or(DEFAULT_IDLE_SPIN);
         let registry = Arc::new(Registry::new(topology, stealers, sleep, self.policy, spin));
-        let mut runtime = Runtime { registry: registry.clone(), threads: Vec::with_capacity(n) };
+        let mut runtime = Runtime {
+            registry: registry.clone(),
+            threads: Vec::with_capacity(n),
+        };
         for (index, (local, parker)) in locals.into_iter().zip(parkers).enumerate() {
             let cpu = registry.topology.cpus()[index].id;
             let worker = WorkerThread::new(index, local, registry.clone(), parker);
@@ -118,7 +121,10 @@ impl RuntimeBuilder {
                     }
                     worker.main_loop();
                 })
-                .map_err(|e| RuntimeError::Spawn { worker: index, message: e.to_string() })?;
+                .map_err(|e| RuntimeError::Spawn {
+                    worker: index,
+                    message: e.to_string(),
+                })?;
             runtime.threads.push(handle);
         }
         Ok(runtime)
@@ -130,7 +136,9 @@ fn pin_to(cpu: usize, worker: usize) -> bool {
     static WARNED: AtomicBool = AtomicBool::new(false);
     let ok = core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
     if !ok && !WARNED.swap(true, Ordering::Relaxed) {
-        eprintln!("taopipe: could not pin worker {worker} to CPU {cpu}; workers run unpinned where pinning fails");
+        eprintln!(
+            "taopipe: could not pin worker {worker} to CPU {cpu}; workers run unpinned where pinning fails"
+        );
     }
     ok
 }
@@ -203,7 +211,11 @@ impl Runtime {
     }
 
     /// Fork-join: runs `body` once on every worker of `place`, each with its rank, and waits.
-    pub fn run_on(&self, place: Place, body: impl Fn(&TaskCtx<'_>) + Send + Sync + 'static) -> Result<(), RuntimeError> {
+    pub fn run_on(
+        &self,
+        place: Place,
+        body: impl Fn(&TaskCtx<'_>) + Send + Sync + 'static,
+    ) -> Result<(), RuntimeError> {
         let mut graph = TaskGraph::new();
         graph.add(Task::new("run_on", body).on(place));
         self.run(graph)
@@ -223,7 +235,10 @@ impl Runtime {
             return Err(RuntimeError::BadSpeed(speed));
         }
         let clusters = self.registry.topology.clusters();
-        let c = clusters.get(cluster).ok_or(RuntimeError::NoSuchCluster { cluster, clusters: clusters.len() })?;
+        let c = clusters.get(cluster).ok_or(RuntimeError::NoSuchCluster {
+            cluster,
+            clusters: clusters.len(),
+        })?;
         let mut speeds = self.speeds();
         for &w in &c.workers {
             speeds[w] = speed;
@@ -271,7 +286,10 @@ impl Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("workers", &self.num_workers()).field("topology", &self.registry.topology.source()).finish()
+        f.debug_struct("Runtime")
+            .field("workers", &self.num_workers())
+            .field("topology", &self.registry.topology.source())
+            .finish()
     }
 }
 

@@ -47,7 +47,10 @@ pub struct PlacePolicy {
 
 impl Default for PlacePolicy {
     fn default() -> PlacePolicy {
-        PlacePolicy { objective: Objective::WidthTime, explore: 1.0 / 32.0 }
+        PlacePolicy {
+            objective: Objective::WidthTime,
+            explore: 1.0 / 32.0,
+        }
     }
 }
 
@@ -70,7 +73,11 @@ pub(crate) struct TraceTable {
 impl TraceTable {
     pub(crate) fn new(places: Vec<Place>) -> TraceTable {
         let index = places.iter().enumerate().map(|(i, &p)| (p, i)).collect();
-        TraceTable { places: places.into(), index, rows: RwLock::new(HashMap::new()) }
+        TraceTable {
+            places: places.into(),
+            index,
+            rows: RwLock::new(HashMap::new()),
+        }
     }
 
     fn row(&self, key: Key) -> Arc<Row> {
@@ -79,13 +86,24 @@ impl TraceTable {
         }
         let n = self.places.len();
         let fresh = || (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
-        self.rows.write().entry(key).or_insert_with(|| Arc::new(Row { ema: fresh(), samples: fresh() })).clone()
+        self.rows
+            .write()
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(Row {
+                    ema: fresh(),
+                    samples: fresh(),
+                })
+            })
+            .clone()
     }
 
     /// Folds one measured time into the place's average. Places outside the layout (none
     /// reach here: submission rejects them) are ignored.
     pub(crate) fn record(&self, kind: &'static str, hint: u64, place: Place, seconds: f64) {
-        let Some(&i) = self.index.get(&place) else { return };
+        let Some(&i) = self.index.get(&place) else {
+            return;
+        };
         let row = self.row((kind, hint));
         let slot = &row.ema[i];
         let mut old = slot.load(Ordering::Relaxed);
@@ -96,7 +114,12 @@ impl TraceTable {
                 let prev = f64::from_bits(old);
                 prev + EMA_WEIGHT * (seconds - prev)
             };
-            match slot.compare_exchange_weak(old, new.to_bits(), Ordering::AcqRel, Ordering::Relaxed) {
+            match slot.compare_exchange_weak(
+                old,
+                new.to_bits(),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => break,
                 Err(seen) => old = seen,
             }
@@ -105,12 +128,24 @@ impl TraceTable {
     }
 
     /// Chooses a place for a task of this type by the rules in the module docs.
-    pub(crate) fn choose(&self, kind: &'static str, hint: u64, near: usize, policy: PlacePolicy, rng: &mut impl Rng) -> Place {
+    pub(crate) fn choose(
+        &self,
+        kind: &'static str,
+        hint: u64,
+        near: usize,
+        policy: PlacePolicy,
+        rng: &mut impl Rng,
+    ) -> Place {
         let row = self.row((kind, hint));
         let n = self.places.len();
         let unmeasured = (0..n)
             .filter(|&i| row.ema[i].load(Ordering::Relaxed) == 0)
-            .min_by_key(|&i| (self.places[i].leader().abs_diff(near), self.places[i].width()));
+            .min_by_key(|&i| {
+                (
+                    self.places[i].leader().abs_diff(near),
+                    self.places[i].width(),
+                )
+            });
         if let Some(i) = unmeasured {
             return self.places[i];
         }
@@ -124,7 +159,9 @@ impl TraceTable {
                 Objective::Time => t,
             }
         };
-        let best = (0..n).min_by(|&a, &b| cost(a).total_cmp(&cost(b))).unwrap_or(0);
+        let best = (0..n)
+            .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
+            .unwrap_or(0);
         self.places[best]
     }
 
@@ -203,12 +240,26 @@ impl fmt::Display for TraceSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for row in &self.rows {
             writeln!(f, "{} (hint {})", row.kind, row.hint)?;
-            writeln!(f, "  {:>8} {:>12} {:>14} {:>8}", "place", "time ms", "width x ms", "samples")?;
+            writeln!(
+                f,
+                "  {:>8} {:>12} {:>14} {:>8}",
+                "place", "time ms", "width x ms", "samples"
+            )?;
             for e in &row.entries {
                 let ms = e.seconds * 1e3;
-                writeln!(f, "  {:>8} {:>12.3} {:>14.3} {:>8}", e.place.to_string(), ms, ms * e.place.width() as f64, e.samples)?;
+                writeln!(
+                    f,
+                    "  {:>8} {:>12.3} {:>14.3} {:>8}",
+                    e.place.to_string(),
+                    ms,
+                    ms * e.place.width() as f64,
+                    e.samples
+                )?;
             }
         }
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod test;

@@ -92,12 +92,18 @@ impl Registry {
         let places = topology.places();
         Registry {
             steal_order: (0..n).map(|w| steal_order(&topology, w)).collect(),
-            place_of_width: (0..=n).map(|w| (0..n).map(|k| place_of_width(&places, w, k)).collect()).collect(),
+            place_of_width: (0..=n)
+                .map(|w| (0..n).map(|k| place_of_width(&places, w, k)).collect())
+                .collect(),
             ptt: TraceTable::new(places),
             stealers: stealers.into(),
             injector: Injector::new(),
-            assembly: (0..n).map(|_| CachePadded::new(Mutex::new(Assembly::default()))).collect(),
-            assembly_len: (0..n).map(|_| CachePadded::new(AtomicUsize::new(0))).collect(),
+            assembly: (0..n)
+                .map(|_| CachePadded::new(Mutex::new(Assembly::default())))
+                .collect(),
+            assembly_len: (0..n)
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
             sleep,
             speeds: Speeds::new(n),
             stats: StatsCollector::new(n),
@@ -126,9 +132,16 @@ impl Registry {
                     });
                 }
                 Placement::Width(width)
-                    if self.place_of_width.get(width).is_none_or(|row| row.iter().all(Option::is_none)) =>
+                    if self
+                        .place_of_width
+                        .get(width)
+                        .is_none_or(|row| row.iter().all(Option::is_none)) =>
                 {
-                    return Err(RuntimeError::WidthNotAllowed { task: task.kind.to_string(), index, width });
+                    return Err(RuntimeError::WidthNotAllowed {
+                        task: task.kind.to_string(),
+                        index,
+                        width,
+                    });
                 }
                 _ => {}
             }
@@ -146,7 +159,10 @@ impl Registry {
         // Collect first: once one root runs, other nodes may reach zero pending.
         let roots: Vec<usize> = graph.roots().collect();
         for &node in &roots {
-            self.injector.push(TaskRef { graph: graph.clone(), node });
+            self.injector.push(TaskRef {
+                graph: graph.clone(),
+                node,
+            });
         }
         let everyone: Vec<usize> = (0..self.num_workers()).collect();
         self.sleep.wake_some(&everyone, roots.len());
@@ -221,14 +237,17 @@ fn steal_order(topology: &Topology, worker: usize) -> Box<[usize]> {
     let n = topology.num_workers();
     let own = topology.cluster_of(worker);
     let rotated = (1..n).map(|i| (worker + i) % n);
-    let (mut near, far): (Vec<usize>, Vec<usize>) = rotated.partition(|&w| topology.cluster_of(w) == own);
+    let (mut near, far): (Vec<usize>, Vec<usize>) =
+        rotated.partition(|&w| topology.cluster_of(w) == own);
     near.extend(far);
     near.into()
 }
 
 fn place_of_width(places: &[Place], width: usize, worker: usize) -> Option<Place> {
     let candidates = places.iter().filter(|p| p.width() == width);
-    candidates.min_by_key(|p| (!p.contains(worker), p.leader().abs_diff(worker))).copied()
+    candidates
+        .min_by_key(|p| (!p.contains(worker), p.leader().abs_diff(worker)))
+        .copied()
 }
 
 /// Everything one worker thread owns.
@@ -241,8 +260,19 @@ pub(crate) struct WorkerThread {
 }
 
 impl WorkerThread {
-    pub(crate) fn new(index: usize, local: Worker<TaskRef>, registry: Arc<Registry>, parker: Parker) -> WorkerThread {
-        WorkerThread { index, local, registry, parker, rng: StdRng::seed_from_u64(0x7a0_91be ^ index as u64) }
+    pub(crate) fn new(
+        index: usize,
+        local: Worker<TaskRef>,
+        registry: Arc<Registry>,
+        parker: Parker,
+    ) -> WorkerThread {
+        WorkerThread {
+            index,
+            local,
+            registry,
+            parker,
+            rng: StdRng::seed_from_u64(0x7a0_91be ^ index as u64),
+        }
     }
 
     /// Runs until the runtime terminates and this worker's assembly queue is empty.
@@ -268,7 +298,10 @@ impl WorkerThread {
 
     /// Local deque, then thieving (own cluster first), then the injector.
     fn find_task(&self) -> Option<TaskRef> {
-        self.local.pop().or_else(|| self.steal()).or_else(|| self.steal_injected())
+        self.local
+            .pop()
+            .or_else(|| self.steal())
+            .or_else(|| self.steal_injected())
     }
 
     fn steal(&self) -> Option<TaskRef> {
@@ -317,7 +350,10 @@ impl WorkerThread {
                 backoff.snooze();
             }
         }
-        if registry.sleep.sleep(self.index, &self.parker, || registry.has_work(self.index)) {
+        if registry
+            .sleep
+            .sleep(self.index, &self.parker, || registry.has_work(self.index))
+        {
             registry.stats.record_park(self.index);
         }
     }
@@ -332,10 +368,14 @@ impl WorkerThread {
         let t = &task.graph.nodes[task.node].task;
         let place = match t.placement {
             Placement::Fixed(place) => place,
-            Placement::Width(w) => registry.place_of_width[w][self.index].unwrap_or(Place::new(self.index, 1)),
+            Placement::Width(w) => {
+                registry.place_of_width[w][self.index].unwrap_or(Place::new(self.index, 1))
+            }
             Placement::Auto => {
                 let policy = *registry.policy.lock();
-                registry.ptt.choose(t.kind, t.hint, self.index, policy, &mut self.rng)
+                registry
+                    .ptt
+                    .choose(t.kind, t.hint, self.index, policy, &mut self.rng)
             }
         };
         if place.width() == 1 && place.leader() == self.index {
@@ -351,7 +391,8 @@ impl WorkerThread {
     /// Runs this worker's rank of a gang; the last rank to finish completes the task.
     fn run_rank(&mut self, gang: &Gang) {
         let took = self.run_part(&gang.graph, gang.node, gang.place, &gang.barrier);
-        gang.slowest_ns.fetch_max(took.as_nanos() as u64, Ordering::AcqRel);
+        gang.slowest_ns
+            .fetch_max(took.as_nanos() as u64, Ordering::AcqRel);
         if gang.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             let slowest = Duration::from_nanos(gang.slowest_ns.load(Ordering::Acquire));
             self.finish(&gang.graph, gang.node, gang.place, slowest);
@@ -360,19 +401,32 @@ impl WorkerThread {
 
     /// Calls the task body for this worker's rank, catching a panic, then stalls as the
     /// emulated speed says. Returns the rank's time.
-    fn run_part(&self, graph: &GraphState, node: usize, place: Place, barrier: &GangBarrier) -> Duration {
+    fn run_part(
+        &self,
+        graph: &GraphState,
+        node: usize,
+        place: Place,
+        barrier: &GangBarrier,
+    ) -> Duration {
         let start = Instant::now();
         if !graph.has_failed() {
-            let ctx = TaskCtx { rank: self.index - place.leader(), place, worker: self.index, barrier };
+            let ctx = TaskCtx {
+                rank: self.index - place.leader(),
+                place,
+                worker: self.index,
+                barrier,
+            };
             let task = &graph.nodes[node].task;
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (task.body)(&ctx))) {
-                barrier.break_barrier();
+                // Record first: ranks released by the broken barrier panic too, and the
+                // error the caller sees must be this one.
                 graph.fail(RuntimeError::TaskPanicked {
                     task: task.kind.to_string(),
                     index: node,
                     worker: self.index,
                     message: panic_message(payload.as_ref()),
                 });
+                barrier.break_barrier();
             }
         }
         self.registry.speeds.stall(self.index, start.elapsed());
@@ -385,7 +439,9 @@ impl WorkerThread {
     fn finish(&mut self, graph: &Arc<GraphState>, node: usize, place: Place, took: Duration) {
         if !graph.has_failed() {
             let task = &graph.nodes[node].task;
-            self.registry.ptt.record(task.kind, task.hint, place, took.as_secs_f64());
+            self.registry
+                .ptt
+                .record(task.kind, task.hint, place, took.as_secs_f64());
             self.registry.stats.record_task(self.index, task.kind, took);
         }
         self.complete(graph, node);
@@ -396,14 +452,23 @@ impl WorkerThread {
         let mut released = 0usize;
         for &s in graph.nodes[node].succs.iter() {
             if graph.nodes[s].pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                self.local.push(TaskRef { graph: graph.clone(), node: s });
+                self.local.push(TaskRef {
+                    graph: graph.clone(),
+                    node: s,
+                });
                 released += 1;
             }
         }
         // This worker takes one of them next, unless gangs are waiting on it first.
         let busy_here = self.registry.assembly_len[self.index].load(Ordering::Acquire) > 0;
-        let wake = if busy_here { released } else { released.saturating_sub(1) };
-        self.registry.sleep.wake_some(&self.registry.steal_order[self.index], wake);
+        let wake = if busy_here {
+            released
+        } else {
+            released.saturating_sub(1)
+        };
+        self.registry
+            .sleep
+            .wake_some(&self.registry.steal_order[self.index], wake);
         graph.finish_one();
     }
 }

@@ -21,7 +21,9 @@ pub(crate) struct Sleep {
 impl Sleep {
     pub(crate) fn new(unparkers: Vec<Unparker>) -> Sleep {
         Sleep {
-            sleeping: (0..unparkers.len()).map(|_| CachePadded::new(AtomicBool::new(false))).collect(),
+            sleeping: (0..unparkers.len())
+                .map(|_| CachePadded::new(AtomicBool::new(false)))
+                .collect(),
             sleepers: AtomicUsize::new(0),
             unparkers: unparkers.into(),
         }
@@ -29,7 +31,12 @@ impl Sleep {
 
     /// Parks `worker` unless `has_work` finds something after the flag is up.
     /// Returns whether it actually parked.
-    pub(crate) fn sleep(&self, worker: usize, parker: &Parker, has_work: impl Fn() -> bool) -> bool {
+    pub(crate) fn sleep(
+        &self,
+        worker: usize,
+        parker: &Parker,
+        has_work: impl Fn() -> bool,
+    ) -> bool {
         self.sleeping[worker].store(true, Ordering::Relaxed);
         self.sleepers.fetch_add(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);

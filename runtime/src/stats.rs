@@ -30,15 +30,20 @@ pub(crate) struct StatsCollector {
 
 /// Durations from 1 ns to one hour at 3 significant digits.
 fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("constant histogram bounds are valid")
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+        .expect("constant histogram bounds are valid")
 }
 
 impl StatsCollector {
     pub(crate) fn new(workers: usize) -> StatsCollector {
         StatsCollector {
             since: Mutex::new(Instant::now()),
-            counters: (0..workers).map(|_| CachePadded::new(Counters::default())).collect(),
-            histograms: (0..workers).map(|_| CachePadded::new(Mutex::new(HashMap::new()))).collect(),
+            counters: (0..workers)
+                .map(|_| CachePadded::new(Counters::default()))
+                .collect(),
+            histograms: (0..workers)
+                .map(|_| CachePadded::new(Mutex::new(HashMap::new())))
+                .collect(),
             pinned: (0..workers).map(|_| AtomicBool::new(false)).collect(),
         }
     }
@@ -46,14 +51,17 @@ impl StatsCollector {
     /// A worker ran its rank of a task for `took` (emulated stall included).
     pub(crate) fn record_part(&self, worker: usize, took: Duration) {
         let c = &self.counters[worker];
-        c.busy_ns.fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+        c.busy_ns
+            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
         c.parts.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A task of type `kind` finished; `took` is its slowest rank.
     pub(crate) fn record_task(&self, worker: usize, kind: &'static str, took: Duration) {
         let mut h = self.histograms[worker].lock();
-        h.entry(kind).or_insert_with(new_histogram).saturating_record(took.as_nanos().max(1) as u64);
+        h.entry(kind)
+            .or_insert_with(new_histogram)
+            .saturating_record(took.as_nanos().max(1) as u64);
     }
 
     pub(crate) fn record_steal(&self, worker: usize) {
@@ -121,7 +129,11 @@ impl StatsCollector {
             })
             .collect();
         tasks.sort_by_key(|t| t.kind);
-        Stats { elapsed, workers, tasks }
+        Stats {
+            elapsed,
+            workers,
+            tasks,
+        }
     }
 }
 
@@ -179,7 +191,11 @@ pub struct TaskTypeStats {
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "over {:.3} s", self.elapsed.as_secs_f64())?;
-        writeln!(f, "{:>6} {:>5} {:>7} {:>6} {:>10} {:>10} {:>8} {:>7} {:>7}", "worker", "cpu", "cluster", "pinned", "busy ms", "idle ms", "parts", "steals", "parks")?;
+        writeln!(
+            f,
+            "{:>6} {:>5} {:>7} {:>6} {:>10} {:>10} {:>8} {:>7} {:>7}",
+            "worker", "cpu", "cluster", "pinned", "busy ms", "idle ms", "parts", "steals", "parks"
+        )?;
         for w in &self.workers {
             let cpu = w.cpu.map_or("-".to_string(), |c| c.to_string());
             writeln!(
@@ -196,10 +212,23 @@ impl fmt::Display for Stats {
                 w.parks
             )?;
         }
-        writeln!(f, "{:>20} {:>9} {:>10} {:>10} {:>10} {:>10}", "task type", "count", "mean us", "p50 us", "p99 us", "max us")?;
+        writeln!(
+            f,
+            "{:>20} {:>9} {:>10} {:>10} {:>10} {:>10}",
+            "task type", "count", "mean us", "p50 us", "p99 us", "max us"
+        )?;
         for t in &self.tasks {
             let us = |d: Duration| d.as_secs_f64() * 1e6;
-            writeln!(f, "{:>20} {:>9} {:>10.1} {:>10.1} {:>10.1} {:>10.1}", t.kind, t.count, us(t.mean), us(t.p50), us(t.p99), us(t.max))?;
+            writeln!(
+                f,
+                "{:>20} {:>9} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                t.kind,
+                t.count,
+                us(t.mean),
+                us(t.p50),
+                us(t.p99),
+                us(t.max)
+            )?;
         }
         Ok(())
     }

@@ -54,7 +54,12 @@ pub struct Task {
 impl Task {
     /// A width-1 task that runs wherever a worker is free.
     pub fn new(kind: &'static str, body: impl Fn(&TaskCtx<'_>) + Send + Sync + 'static) -> Task {
-        Task { kind, hint: 0, placement: Placement::Width(1), body: Arc::new(body) }
+        Task {
+            kind,
+            hint: 0,
+            placement: Placement::Width(1),
+            body: Arc::new(body),
+        }
     }
 
     /// Runs on exactly `place`.

@@ -22,13 +22,24 @@ struct Log {
 impl Log {
     fn new(n: usize) -> Log {
         let zeros = || (0..n).map(|_| AtomicUsize::new(0)).collect();
-        Log { clock: AtomicUsize::new(1), started: zeros(), ended: zeros(), runs: zeros(), width: zeros() }
+        Log {
+            clock: AtomicUsize::new(1),
+            started: zeros(),
+            ended: zeros(),
+            runs: zeros(),
+            width: zeros(),
+        }
     }
 }
 
 /// A random DAG: edges only go from lower to higher index, so it is acyclic by
 /// construction; placements mix every kind the runtime has.
-fn random_dag(seed: u64, n: usize, workers: usize, log: &Arc<Log>) -> (TaskGraph, Vec<(usize, usize)>) {
+fn random_dag(
+    seed: u64,
+    n: usize,
+    workers: usize,
+    log: &Arc<Log>,
+) -> (TaskGraph, Vec<(usize, usize)>) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut g = TaskGraph::new();
     let ids: Vec<TaskId> = (0..n)
@@ -36,7 +47,8 @@ fn random_dag(seed: u64, n: usize, workers: usize, log: &Arc<Log>) -> (TaskGraph
             let log = log.clone();
             let task = Task::new("node", move |ctx| {
                 if ctx.rank() == 0 {
-                    log.started[i].store(log.clock.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst);
+                    log.started[i]
+                        .store(log.clock.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst);
                 }
                 log.runs[i].fetch_add(1, Ordering::SeqCst);
                 log.width[i].store(ctx.width(), Ordering::SeqCst);
@@ -69,7 +81,10 @@ fn random_dag(seed: u64, n: usize, workers: usize, log: &Arc<Log>) -> (TaskGraph
 #[test]
 fn random_dags_respect_every_edge() {
     for workers in [1, 2, 3, 4] {
-        let rt = Runtime::builder().workers(workers).build().expect("runtime");
+        let rt = Runtime::builder()
+            .workers(workers)
+            .build()
+            .expect("runtime");
         for seed in 0..8 {
             let n = 300;
             let log = Arc::new(Log::new(n));
@@ -82,12 +97,25 @@ fn random_dags_respect_every_edge() {
                     Placement::Width(w) => w,
                     Placement::Auto => log.width[i].load(Ordering::SeqCst),
                 };
-                assert_eq!(log.runs[i].load(Ordering::SeqCst), width, "task {i} ran a rank twice or skipped one (seed {seed})");
-                assert!(log.ended[i].load(Ordering::SeqCst) > 0, "task {i} never ran (seed {seed}, {workers} workers)");
+                assert_eq!(
+                    log.runs[i].load(Ordering::SeqCst),
+                    width,
+                    "task {i} ran a rank twice or skipped one (seed {seed})"
+                );
+                assert!(
+                    log.ended[i].load(Ordering::SeqCst) > 0,
+                    "task {i} never ran (seed {seed}, {workers} workers)"
+                );
             }
             for (a, b) in edges {
-                let (end_a, start_b) = (log.ended[a].load(Ordering::SeqCst), log.started[b].load(Ordering::SeqCst));
-                assert!(end_a < start_b, "edge {a}->{b}: {b} started at {start_b} before {a} ended at {end_a} (seed {seed}, {workers} workers)");
+                let (end_a, start_b) = (
+                    log.ended[a].load(Ordering::SeqCst),
+                    log.started[b].load(Ordering::SeqCst),
+                );
+                assert!(
+                    end_a < start_b,
+                    "edge {a}->{b}: {b} started at {start_b} before {a} ended at {end_a} (seed {seed}, {workers} workers)"
+                );
             }
         }
     }
@@ -101,7 +129,10 @@ fn many_graphs_in_flight_at_once_all_finish() {
         let handles: Vec<_> = logs
             .iter()
             .enumerate()
-            .map(|(seed, log)| rt.submit(random_dag(100 + seed as u64, 100, 3, log).0).expect("submit"))
+            .map(|(seed, log)| {
+                rt.submit(random_dag(100 + seed as u64, 100, 3, log).0)
+                    .expect("submit")
+            })
             .collect();
         for h in handles {
             h.wait().expect("graph finishes");
@@ -152,7 +183,10 @@ fn cycles_and_bad_places_are_rejected_naming_the_task() {
     g.add(Task::new("too-wide", |_| {}).on(Place::new(1, 2)));
     let err = rt.run(g).expect_err("place 1+2 does not fit 2 workers");
     let text = err.to_string();
-    assert!(text.contains("too-wide") && text.contains("1+2") && text.contains("#1"), "{text}");
+    assert!(
+        text.contains("too-wide") && text.contains("1+2") && text.contains("#1"),
+        "{text}"
+    );
 
     let mut g = TaskGraph::new();
     g.add(Task::new("wide", |_| {}).width(3));

@@ -20,11 +20,16 @@ struct RankLog {
 #[test]
 fn every_rank_of_every_gang_runs_exactly_once() {
     let workers = 4;
-    let rt = Runtime::builder().workers(workers).build().expect("runtime");
+    let rt = Runtime::builder()
+        .workers(workers)
+        .build()
+        .expect("runtime");
     let places = rt.topology().places();
     let mut rng = StdRng::seed_from_u64(7);
     let tasks = 2000;
-    let chosen: Vec<Place> = (0..tasks).map(|_| places[rng.random_range(0..places.len())]).collect();
+    let chosen: Vec<Place> = (0..tasks)
+        .map(|_| places[rng.random_range(0..places.len())])
+        .collect();
     let log = Arc::new(RankLog {
         visits: (0..tasks * workers).map(|_| AtomicUsize::new(0)).collect(),
         wrong_worker: AtomicUsize::new(0),
@@ -43,12 +48,19 @@ fn every_rank_of_every_gang_runs_exactly_once() {
         );
     }
     common::within(Duration::from_secs(60), "2000 gangs", move || rt.run(g)).expect("runs");
-    assert_eq!(log.wrong_worker.load(Ordering::SeqCst), 0, "a rank ran outside its place");
+    assert_eq!(
+        log.wrong_worker.load(Ordering::SeqCst),
+        0,
+        "a rank ran outside its place"
+    );
     for (i, place) in chosen.iter().enumerate() {
         for rank in 0..workers {
             let expected = usize::from(rank < place.width());
             let seen = log.visits[i * workers + rank].load(Ordering::SeqCst);
-            assert_eq!(seen, expected, "task {i} on {place}: rank {rank} ran {seen} times");
+            assert_eq!(
+                seen, expected,
+                "task {i} on {place}: rank {rank} ran {seen} times"
+            );
         }
     }
 }
@@ -59,7 +71,11 @@ fn every_rank_of_every_gang_runs_exactly_once() {
 #[test]
 fn overlapping_gangs_with_barriers_never_deadlock() {
     for workers in [2, 3, 4, 6] {
-        let rt = Runtime::builder().workers(workers).idle_spin(Duration::from_micros(5)).build().expect("runtime");
+        let rt = Runtime::builder()
+            .workers(workers)
+            .idle_spin(Duration::from_micros(5))
+            .build()
+            .expect("runtime");
         let places = rt.topology().places();
         let mut rng = StdRng::seed_from_u64(workers as u64);
         let done = Arc::new(AtomicUsize::new(0));
@@ -80,8 +96,12 @@ fn overlapping_gangs_with_barriers_never_deadlock() {
                 .on(place),
             );
         }
-        common::within(Duration::from_secs(120), &format!("{tasks} overlapping gangs on {workers} workers"), move || rt.run(g))
-            .expect("runs");
+        common::within(
+            Duration::from_secs(120),
+            &format!("{tasks} overlapping gangs on {workers} workers"),
+            move || rt.run(g),
+        )
+        .expect("runs");
         assert_eq!(done.load(Ordering::SeqCst), tasks);
     }
 }
@@ -114,9 +134,12 @@ fn width_placement_uses_a_place_of_that_width() {
     let mut g = TaskGraph::new();
     for i in 0..100 {
         let widths = widths.clone();
-        g.add(Task::new("w3", move |ctx| {
-            widths[i].fetch_add(ctx.width() * 10 + 1, Ordering::SeqCst);
-        }).width(3));
+        g.add(
+            Task::new("w3", move |ctx| {
+                widths[i].fetch_add(ctx.width() * 10 + 1, Ordering::SeqCst);
+            })
+            .width(3),
+        );
     }
     rt.run(g).expect("runs");
     // Three ranks, each adding 3*10+1.

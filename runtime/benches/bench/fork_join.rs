@@ -10,8 +10,12 @@ pub(crate) fn bench(c: &mut Criterion, rt: &Runtime, pool: &rayon::ThreadPool) {
     let mut group = c.benchmark_group("fork_join");
     for w in workload::fork_join_widths(threads) {
         let id = format!("w{w}");
-        group.bench_function(BenchmarkId::new("taopipe", &id), |b| b.iter(|| workload::taopipe_fork_join(rt, w, 0)));
-        group.bench_function(BenchmarkId::new("rayon", &id), |b| b.iter(|| workload::rayon_fork_join(pool, threads, w, 0)));
+        group.bench_function(BenchmarkId::new("taopipe", &id), |b| {
+            b.iter(|| workload::taopipe_fork_join(rt, w, 0))
+        });
+        group.bench_function(BenchmarkId::new("rayon", &id), |b| {
+            b.iter(|| workload::rayon_fork_join(pool, threads, w, 0))
+        });
     }
     group.finish();
 }

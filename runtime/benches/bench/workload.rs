@@ -140,9 +140,20 @@ impl Dag {
             succ_start[i + 1] += succ_start[i];
         }
         let succ_targets = edges.iter().map(|&(_, to)| to).collect();
-        let roots = (0..tasks as u32).filter(|&i| indegree[i as usize] == 0).collect();
+        let roots = (0..tasks as u32)
+            .filter(|&i| indegree[i as usize] == 0)
+            .collect();
         let work_seed = (0..tasks as u64).map(|i| i ^ seed).collect();
-        Dag { shape, tasks, succ_start, succ_targets, indegree, roots, work_seed, iters }
+        Dag {
+            shape,
+            tasks,
+            succ_start,
+            succ_targets,
+            indegree,
+            roots,
+            work_seed,
+            iters,
+        }
     }
 
     /// Number of edges.
@@ -229,7 +240,9 @@ pub(crate) fn rayon_completed(pending: &[AtomicU32]) -> bool {
 
 /// The widths of the fork-join measurement: powers of two below `workers`, then `workers`.
 pub(crate) fn fork_join_widths(workers: usize) -> Vec<usize> {
-    let mut widths: Vec<usize> = std::iter::successors(Some(1usize), |w| w.checked_mul(2)).take_while(|&w| w < workers).collect();
+    let mut widths: Vec<usize> = std::iter::successors(Some(1usize), |w| w.checked_mul(2))
+        .take_while(|&w| w < workers)
+        .collect();
     widths.push(workers.max(1));
     widths
 }

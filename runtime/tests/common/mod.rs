@@ -6,14 +6,20 @@ use std::time::Duration;
 
 /// Runs `f` on its own thread and fails the test if it has not returned within `limit`:
 /// a deadlock becomes a failure with a message instead of a CI run that hangs.
-pub(crate) fn within<T: Send + 'static>(limit: Duration, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+pub(crate) fn within<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(f());
     });
     match rx.recv_timeout(limit) {
         Ok(v) => v,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no result after {limit:?} (deadlock?)"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: no result after {limit:?} (deadlock?)")
+        }
         Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: the closure panicked"),
     }
 }

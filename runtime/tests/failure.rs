@@ -1,0 +1,154 @@
+//! Failure: a panicking task is an error for whoever waits (never a hang or an abort),
+//! and dropping a runtime with work in flight shuts it down cleanly.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use taopipe_runtime::{Place, Runtime, RuntimeError, Task, TaskGraph};
+
+#[test]
+fn a_panic_is_reported_and_successors_are_cancelled() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let after = Arc::new(AtomicUsize::new(0));
+    let mut g = TaskGraph::new();
+    let a = g.add(Task::new("fine", |_| {}));
+    let b = g.add(Task::new("boom", |_| panic!("layer 7 exploded")));
+    let a2 = after.clone();
+    let c = g.add(Task::new("after", move |_| {
+        a2.fetch_add(1, Ordering::SeqCst);
+    }));
+    g.make_edge(a, b);
+    g.make_edge(b, c);
+    let err = common::within(Duration::from_secs(30), "panicking graph", move || {
+        rt.run(g).map(|_| rt)
+    })
+    .expect_err("panic");
+    match err {
+        RuntimeError::TaskPanicked {
+            ref task,
+            index,
+            ref message,
+            ..
+        } => {
+            assert_eq!(
+                (task.as_str(), index, message.as_str()),
+                ("boom", 1, "layer 7 exploded")
+            );
+        }
+        other => panic!("expected TaskPanicked, got {other:?}"),
+    }
+    assert_eq!(
+        after.load(Ordering::SeqCst),
+        0,
+        "a successor of the panicking task ran"
+    );
+}
+
+#[test]
+fn a_panicking_rank_breaks_the_barrier_instead_of_hanging_its_gang() {
+    let rt = Runtime::builder().workers(3).build().expect("runtime");
+    let err = common::within(
+        Duration::from_secs(30),
+        "gang with a panicking rank",
+        move || {
+            let r = rt.run_on(Place::new(0, 3), |ctx| {
+                if ctx.rank() == 1 {
+                    panic!("rank 1 fails");
+                }
+                ctx.barrier();
+            });
+            // The runtime is still usable afterwards.
+            rt.run_on(Place::new(0, 3), |ctx| ctx.barrier())
+                .expect("next gang runs");
+            r
+        },
+    )
+    .expect_err("panic");
+    assert!(
+        err.to_string().contains("rank 1 fails"),
+        "the first panic is reported: {err}"
+    );
+}
+
+#[test]
+fn the_runtime_survives_many_panics() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    for i in 0..50 {
+        let mut g = TaskGraph::new();
+        for j in 0..10 {
+            g.add(
+                Task::new("maybe", move |_| {
+                    assert!(j != i % 10, "task {j} of graph {i}")
+                })
+                .width(1 + j % 2),
+            );
+        }
+        assert!(rt.run(g).is_err());
+    }
+    rt.run_on(Place::new(0, 2), |_| {}).expect("still works");
+}
+
+#[test]
+fn dropping_the_runtime_with_tasks_in_flight_cancels_the_rest_cleanly() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let handle = common::within(Duration::from_secs(30), "shutdown", {
+        let started = started.clone();
+        move || {
+            let rt = Runtime::builder().workers(2).build().expect("runtime");
+            let mut g = TaskGraph::new();
+            let mut prev = None;
+            for i in 0..1000 {
+                let started = started.clone();
+                let place = Place::new(0, 1 + i % 2);
+                let t = g.add(
+                    Task::new("slow", move |ctx| {
+                        if ctx.rank() == 0 {
+                            started.fetch_add(1, Ordering::SeqCst);
+                        }
+                        ctx.barrier();
+                        std::thread::sleep(Duration::from_millis(2));
+                    })
+                    .on(place),
+                );
+                if let Some(p) = prev {
+                    g.make_edge(p, t);
+                }
+                prev = Some(t);
+            }
+            let handle = rt.submit(g).expect("submit");
+            while started.load(Ordering::SeqCst) < 3 {
+                std::thread::yield_now();
+            }
+            drop(rt); // joins the workers: returns only once they exited
+            handle
+        }
+    });
+    match handle.wait() {
+        Err(RuntimeError::ShutDown { unfinished }) => {
+            assert!(
+                unfinished > 0 && unfinished < 1000,
+                "unfinished = {unfinished}"
+            );
+        }
+        other => panic!("expected ShutDown, got {other:?}"),
+    }
+    let ran = started.load(Ordering::SeqCst);
+    assert!(
+        ran < 1000,
+        "all {ran} tasks ran although the runtime was dropped"
+    );
+}
+
+#[test]
+fn dropping_an_idle_runtime_joins_its_workers_quickly() {
+    common::within(Duration::from_secs(10), "idle drop", || {
+        for _ in 0..20 {
+            let rt = Runtime::builder().workers(4).build().expect("runtime");
+            rt.run_on(Place::new(0, 4), |_| {}).expect("runs");
+            drop(rt);
+        }
+    });
+}
