@@ -61,6 +61,8 @@ pub enum Target {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmulationSpec {
     items: Vec<(Target, f64)>,
+    /// The spec as written, for messages and reports.
+    text: String,
 }
 
 /// A spec that does not parse, or does not fit the runtime.
@@ -116,6 +118,7 @@ impl EmulationSpec {
                 (Target::Table1Cluster(0), a57),
                 (Target::Table1Cluster(1), denver),
             ],
+            text: format!("table1:{n}"),
         })
     }
 
@@ -123,6 +126,7 @@ impl EmulationSpec {
     pub fn uniform(speed: f64) -> Result<EmulationSpec, EmulationError> {
         Ok(EmulationSpec {
             items: vec![(Target::All, check_speed(speed)?)],
+            text: format!("all={speed}"),
         })
     }
 
@@ -228,23 +232,17 @@ impl FromStr for EmulationSpec {
         if items.is_empty() {
             return Err(EmulationError::Empty);
         }
-        Ok(EmulationSpec { items })
+        Ok(EmulationSpec {
+            items,
+            text: spec.trim().to_string(),
+        })
     }
 }
 
 impl fmt::Display for EmulationSpec {
+    /// The spec as it was written (or built).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self
-            .items
-            .iter()
-            .map(|(t, s)| match t {
-                Target::Cluster(c) => format!("c{c}={s}"),
-                Target::Worker(w) => format!("w{w}={s}"),
-                Target::All => format!("all={s}"),
-                Target::Table1Cluster(h) => format!("table1-cluster{h}={s}"),
-            })
-            .collect();
-        f.write_str(&parts.join(","))
+        f.write_str(&self.text)
     }
 }
 

@@ -606,16 +606,25 @@ impl fmt::Display for Topology {
         let pinned = if self.pin { "pinned" } else { "not pinned" };
         writeln!(
             f,
-            "{} workers from {} ({pinned}), {} clusters, {} places",
-            self.num_workers(),
+            "{} from {} ({pinned}), {}, {}",
+            plural(self.num_workers(), "worker"),
             self.source,
-            self.clusters.len(),
-            self.places().len()
+            plural(self.clusters.len(), "cluster"),
+            plural(self.places().len(), "place")
         )?;
         for cluster in &self.clusters {
             writeln!(f, "  {}", self.describe(cluster))?;
         }
         Ok(())
+    }
+}
+
+/// `1 cluster`, `2 clusters`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 

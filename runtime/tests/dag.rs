@@ -91,8 +91,8 @@ fn random_dags_respect_every_edge() {
             let (g, edges) = random_dag(seed, n, workers, &log);
             let placements: Vec<_> = g.tasks().iter().map(|t| t.placement()).collect();
             rt.run(g).expect("graph runs");
-            for i in 0..n {
-                let width = match placements[i] {
+            for (i, placement) in placements.iter().enumerate() {
+                let width = match *placement {
                     Placement::Fixed(p) => p.width(),
                     Placement::Width(w) => w,
                     Placement::Auto => log.width[i].load(Ordering::SeqCst),

@@ -1,0 +1,65 @@
+//! Command-line pieces every example shares: which CPUs, which layout, what emulation.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use taopipe::runtime::{EmulationSpec, Runtime, Topology, parse_cpu_list};
+
+/// Where the runtime's workers run and how fast each cluster is.
+#[derive(Debug, Args)]
+pub(crate) struct RuntimeArgs {
+    /// OS CPUs to run on, as a Linux CPU list (`0-3,6`). Default: every CPU this process
+    /// may use.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) cpus: Option<String>,
+    /// A XiTAO layout file (first line the CPUs, then the allowed widths of each leader).
+    /// Overrides `TAOPIPE_LAYOUT` and sysfs detection.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) layout: Option<PathBuf>,
+    /// Emulated asymmetry: speed factors per cluster or worker, e.g. `performance,powersave`,
+    /// `w1=powersave`, `c0=0.3`, or `table1:N` for the paper's governor settings 1-4.
+    #[arg(long, value_name = "SPEC")]
+    pub(crate) emulate: Option<EmulationSpec>,
+}
+
+impl RuntimeArgs {
+    /// The topology these flags describe.
+    pub(crate) fn topology(&self) -> anyhow::Result<Topology> {
+        let topology = match &self.layout {
+            Some(path) => Topology::from_layout_file(path)?,
+            None => Topology::detect()?,
+        };
+        match &self.cpus {
+            Some(list) => {
+                let cpus = parse_cpu_list(list)
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("--cpus {list}"))?;
+                Ok(topology.restrict(&cpus)?)
+            }
+            None => Ok(topology),
+        }
+    }
+
+    /// A runtime on that topology with the emulation applied.
+    pub(crate) fn runtime(&self) -> anyhow::Result<Runtime> {
+        let rt = Runtime::builder().topology(self.topology()?).build()?;
+        if let Some(spec) = &self.emulate {
+            rt.emulate(spec)
+                .with_context(|| format!("--emulate {spec}"))?;
+        }
+        Ok(rt)
+    }
+}
+
+/// Writes `value` as pretty JSON to `path`, or to stdout when `path` is `-`.
+pub(crate) fn write_json(path: &std::path::Path, value: &serde_json::Value) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    if path == std::path::Path::new("-") {
+        println!("{text}");
+    } else {
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}

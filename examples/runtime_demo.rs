@@ -1,0 +1,242 @@
+//! Watch the runtime react to a slow cluster.
+//!
+//! A data-parallel task (each rank hashes its share of a buffer) is left to the runtime
+//! to place (`Task::auto`), so every run is placed from the performance trace table. The
+//! demo runs it in three phases — all cores at full speed, part of the machine slowed by
+//! emulation, full speed again — and after each phase prints where the runs went and the
+//! per-place table the runtime decided from.
+//!
+//! ```text
+//! cargo run --release --example runtime_demo
+//! cargo run --release --example runtime_demo -- --slow w1=0.25 --tasks 300 --json demo.json
+//! ```
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, ensure};
+use clap::Parser;
+use serde_json::json;
+use taopipe::runtime::{
+    EmulationSpec, Objective, PlacePolicy, Runtime, Task, TaskGraph, TraceSnapshot,
+};
+
+use common::RuntimeArgs;
+
+/// Runs one moldable data-parallel task over and over with the place left to the runtime,
+/// slows part of the machine in the middle, and prints the trace table the runtime uses
+/// to choose places, so you can see it move work off the slow cores and back.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about)]
+struct Cli {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    /// What to slow down in the middle phase (same syntax as --emulate). Default: the
+    /// second half of the workers at `powersave` (Table 1's setting 2).
+    #[arg(long, value_name = "SPEC", default_value = "table1:2")]
+    slow: EmulationSpec,
+    /// Task runs per phase.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    tasks: u32,
+    /// Buffer elements each run hashes (its size; split among the ranks).
+    #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    elements: u64,
+    /// Probability of trying a random place instead of the best known one.
+    #[arg(long, default_value_t = 0.1)]
+    explore: f64,
+    /// Write a JSON report here (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+/// A cheap, exact per-element workload: integer mixing, so every width gives the same sum.
+fn mix(i: u64) -> u64 {
+    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..8 {
+        x ^= x >> 29;
+        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    }
+    x
+}
+
+struct Phase {
+    name: String,
+    speeds: Vec<f64>,
+    mean_ms: f64,
+    picks: BTreeMap<String, u64>,
+    table: TraceSnapshot,
+}
+
+/// Runs `tasks` runs one after another (so the runtime sees each time undisturbed) and
+/// checks each result against the serial one.
+fn run_phase(
+    rt: &Runtime,
+    name: &str,
+    tasks: u32,
+    elements: u64,
+    expected: u64,
+) -> anyhow::Result<Phase> {
+    let before = rt.trace_table();
+    let sums: Arc<Vec<AtomicU64>> = Arc::new((0..tasks).map(|_| AtomicU64::new(0)).collect());
+    let mut g = TaskGraph::new();
+    let mut prev = None;
+    for t in 0..tasks as usize {
+        let sums = sums.clone();
+        let id = g.add(
+            Task::new("hash", move |ctx| {
+                let n = elements as usize;
+                let part = ctx
+                    .split(n)
+                    .fold(0u64, |acc, i| acc.wrapping_add(mix(i as u64)));
+                sums[t].fetch_add(part, Ordering::Relaxed);
+            })
+            .auto(),
+        );
+        if let Some(p) = prev {
+            g.make_edge(p, id);
+        }
+        prev = Some(id);
+    }
+    let start = Instant::now();
+    rt.run(g)?;
+    let mean_ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(tasks);
+    for s in sums.iter() {
+        ensure!(
+            s.load(Ordering::Relaxed) == expected,
+            "a run gave a different result than the serial sum"
+        );
+    }
+    let table = rt.trace_table();
+    Ok(Phase {
+        name: name.to_string(),
+        speeds: rt.speeds(),
+        mean_ms,
+        picks: picks_since(&before, &table),
+        table,
+    })
+}
+
+/// Runs per place between two snapshots of the table.
+fn picks_since(before: &TraceSnapshot, after: &TraceSnapshot) -> BTreeMap<String, u64> {
+    let mut picks = BTreeMap::new();
+    for row in &after.rows {
+        for e in &row.entries {
+            let old = before
+                .row(row.kind, row.hint)
+                .and_then(|r| r.entry(e.place))
+                .map_or(0, |o| o.samples);
+            if e.samples > old {
+                picks.insert(e.place.to_string(), e.samples - old);
+            }
+        }
+    }
+    picks
+}
+
+fn print_phase(p: &Phase) {
+    println!(
+        "\n== {} (speeds {:?}) — {:.3} ms per run",
+        p.name, p.speeds, p.mean_ms
+    );
+    let picks: Vec<String> = p
+        .picks
+        .iter()
+        .map(|(place, n)| format!("{place}: {n}"))
+        .collect();
+    println!("runs per place (leader+width): {}", picks.join(", "));
+    print!("{}", p.table);
+}
+
+fn phase_json(p: &Phase) -> serde_json::Value {
+    let row = p.table.rows.first();
+    let trace: Vec<_> = row
+        .map(|r| {
+            r.entries
+                .iter()
+                .map(|e| json!({"place": e.place.to_string(), "leader": e.place.leader(), "width": e.place.width(), "ms": e.seconds * 1e3, "samples": e.samples}))
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({"name": p.name, "speeds": p.speeds, "mean_ms": p.mean_ms, "picks": p.picks, "trace": trace})
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    ensure!(
+        (0.0..=1.0).contains(&cli.explore),
+        "--explore {} is not a probability in [0, 1]",
+        cli.explore
+    );
+    let rt = cli.runtime.runtime()?;
+    rt.set_place_policy(PlacePolicy {
+        objective: Objective::WidthTime,
+        explore: cli.explore,
+    });
+    let base = rt.speeds();
+    println!("{}", rt.topology());
+    let expected = (0..cli.elements).fold(0u64, |acc, i| acc.wrapping_add(mix(i)));
+
+    let mut phases = vec![run_phase(
+        &rt,
+        "full speed",
+        cli.tasks,
+        cli.elements,
+        expected,
+    )?];
+    print_phase(&phases[0]);
+    let slowed = cli
+        .slow
+        .resolve(rt.topology())
+        .with_context(|| format!("--slow {}", cli.slow))?;
+    let combined: Vec<f64> = base.iter().zip(&slowed).map(|(a, b)| a.min(*b)).collect();
+    let spec: EmulationSpec = combined
+        .iter()
+        .enumerate()
+        .map(|(w, s)| format!("w{w}={s}"))
+        .collect::<Vec<_>>()
+        .join(",")
+        .parse()?;
+    rt.emulate(&spec)?;
+    phases.push(run_phase(
+        &rt,
+        &format!("slowed: {}", cli.slow),
+        cli.tasks,
+        cli.elements,
+        expected,
+    )?);
+    print_phase(&phases[1]);
+    let spec: EmulationSpec = base
+        .iter()
+        .enumerate()
+        .map(|(w, s)| format!("w{w}={s}"))
+        .collect::<Vec<_>>()
+        .join(",")
+        .parse()?;
+    rt.emulate(&spec)?;
+    phases.push(run_phase(
+        &rt,
+        "full speed again",
+        cli.tasks,
+        cli.elements,
+        expected,
+    )?);
+    print_phase(&phases[2]);
+
+    if let Some(path) = &cli.json {
+        let report = json!({
+            "topology": rt.topology().to_string(),
+            "workers": rt.num_workers(),
+            "tasks_per_phase": cli.tasks,
+            "elements": cli.elements,
+            "explore": cli.explore,
+            "phases": phases.iter().map(phase_json).collect::<Vec<_>>(),
+        });
+        common::write_json(path, &report)?;
+    }
+    Ok(())
+}
