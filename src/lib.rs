@@ -8,3 +8,8 @@ pub use taopipe_dsl as dsl;
 pub use taopipe_nets as nets;
 pub use taopipe_runtime as runtime;
 pub use taopipe_tuner as tuner;
+
+/// The README's Rust examples, compiled and run as doctests so the README stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
