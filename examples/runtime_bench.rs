@@ -9,7 +9,6 @@
 //! The workloads (DAG generator, task body, rayon DAG executor) are those of the criterion
 //! bench, `runtime/benches/bench/workload.rs`, included below.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -42,7 +41,7 @@ use workload::{Dag, Shape};
 /// ratio = taopipe / rayon throughput for DAGs (> 1: taopipe faster), and taopipe / rayon
 /// latency for fork-join (< 1: taopipe faster).
 #[derive(Debug, Parser)]
-#[command(name = "runtime_bench", verbatim_doc_comment)]
+#[command(name = "runtime_bench", version, verbatim_doc_comment)]
 struct Args {
     /// Worker threads for both runtimes [default: all detected CPUs, via Runtime::new(),
     /// pinned; an explicit N builds N unpinned virtual workers].
@@ -263,15 +262,15 @@ fn main() -> Result<()> {
     } else {
         print!("{table}");
     }
-    let json = serde_json::to_string_pretty(&report)?;
-    match &args.json {
-        Some(_) if to_stdout => {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{json}")?;
+    if let Some(path) = &args.json {
+        // Serialised from the structs, so the keys keep their declared order.
+        let json = serde_json::to_string_pretty(&report)?;
+        if to_stdout {
+            println!("{json}");
+        } else {
+            std::fs::write(path, json + "\n")
+                .with_context(|| format!("writing {}", path.display()))?;
         }
-        Some(path) => std::fs::write(path, json + "\n")
-            .with_context(|| format!("writing {}", path.display()))?,
-        None => {}
     }
     Ok(())
 }
