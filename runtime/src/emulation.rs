@@ -275,17 +275,20 @@ impl Speeds {
     }
 
     /// Keeps `worker` busy as a core of its speed would be after `ran` of real work.
-    pub(crate) fn stall(&self, worker: usize, ran: Duration) {
+    /// Returns whether it stalled (full-speed workers return at once).
+    #[inline]
+    pub(crate) fn stall(&self, worker: usize, ran: Duration) -> bool {
         let speed = self.get(worker);
         if speed >= 1.0 {
-            return;
+            return false;
         }
-        let extra = ran.mul_f64(1.0 / speed - 1.0);
-        busy_wait(extra);
+        busy_wait(ran.mul_f64(1.0 / speed - 1.0));
+        true
     }
 }
 
 /// Sleeps for most of a long wait (the OS wakes us a little late), then spins to the end.
+#[cold]
 fn busy_wait(extra: Duration) {
     const SLEEP_SLACK: Duration = Duration::from_micros(200);
     let deadline = Instant::now() + extra;

@@ -18,10 +18,12 @@ pub enum RuntimeError {
         message: String,
     },
     /// The runtime shut down before the graph finished.
-    #[error("the runtime shut down with {unfinished} task(s) of this graph unfinished")]
+    #[error(
+        "the runtime shut down before this graph finished ({unfinished_sinks} of its final tasks never ran)"
+    )]
     ShutDown {
-        /// Tasks that never ran.
-        unfinished: usize,
+        /// Sinks (tasks without successors) that never finished.
+        unfinished_sinks: usize,
     },
     /// A task asks for a place the topology does not allow.
     #[error(
@@ -54,6 +56,17 @@ pub enum RuntimeError {
         task: String,
         /// Its index.
         index: usize,
+    },
+    /// More tasks or edges than a graph can index (2^32 - 1 each).
+    #[error(
+        "the task graph has {tasks} tasks and {edges} edges; at most {} of each fit",
+        u32::MAX
+    )]
+    GraphTooLarge {
+        /// Tasks in the graph.
+        tasks: usize,
+        /// Edges in the graph.
+        edges: usize,
     },
     /// A speed factor outside (0, 1].
     #[error("speed factor {0} is out of range: it must be in (0, 1]")]

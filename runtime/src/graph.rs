@@ -1,10 +1,14 @@
 //! Task graphs: tasks plus `make_edge` dependencies, and the shared state of one run.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
+use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::RuntimeError;
+use crate::ptt::Row;
 use crate::task::Task;
 
 /// A task's handle inside its [`TaskGraph`].
@@ -41,7 +45,9 @@ impl TaskId {
 #[derive(Debug, Default)]
 pub struct TaskGraph {
     tasks: Vec<Task>,
-    succs: Vec<Vec<usize>>,
+    /// `(from, to)` pairs in the order they were made; submission sorts them into a dense
+    /// successor array in one pass, so building a big graph allocates nothing per task.
+    edges: Vec<(u32, u32)>,
 }
 
 impl TaskGraph {
@@ -50,10 +56,25 @@ impl TaskGraph {
         TaskGraph::default()
     }
 
+    /// An empty graph with room for `tasks` tasks and `edges` edges.
+    pub fn with_capacity(tasks: usize, edges: usize) -> TaskGraph {
+        TaskGraph {
+            tasks: Vec::with_capacity(tasks),
+            edges: Vec::with_capacity(edges),
+        }
+    }
+
     /// Adds a task with no dependencies yet.
+    ///
+    /// # Panics
+    /// Past `u32::MAX - 1` tasks, which no graph of this runtime can index.
     pub fn add(&mut self, task: Task) -> TaskId {
+        assert!(
+            self.tasks.len() < u32::MAX as usize,
+            "a task graph holds at most {} tasks",
+            u32::MAX - 1
+        );
         self.tasks.push(task);
-        self.succs.push(Vec::new());
         TaskId(self.tasks.len() - 1)
     }
 
@@ -70,7 +91,7 @@ impl TaskGraph {
             to.0,
             self.tasks.len()
         );
-        self.succs[from.0].push(to.0);
+        self.edges.push((from.0 as u32, to.0 as u32));
     }
 
     /// Number of tasks.
@@ -83,28 +104,47 @@ impl TaskGraph {
         self.tasks.is_empty()
     }
 
+    /// Number of edges made so far (duplicates count).
+    pub fn edge_count(&self) -> usize {
+        self.edges.len()
+    }
+
     /// The tasks, in the order they were added.
     pub fn tasks(&self) -> &[Task] {
         &self.tasks
     }
 
-    pub(crate) fn into_parts(self) -> (Vec<Task>, Vec<Vec<usize>>) {
-        (self.tasks, self.succs)
+    pub(crate) fn into_parts(self) -> (Vec<Task>, Vec<(u32, u32)>) {
+        (self.tasks, self.edges)
     }
 }
 
-/// One node of a submitted graph.
-pub(crate) struct Node {
-    pub(crate) task: Task,
-    pub(crate) succs: Box<[usize]>,
-    pub(crate) pending: AtomicUsize,
+/// What a task records into: its trace-table row and its stats slot, resolved once per
+/// distinct (type, hint) at submission so the hot path does no hashing.
+pub(crate) struct Key {
+    pub(crate) row: Arc<Row>,
+    pub(crate) kind_id: usize,
 }
 
-/// A submitted graph: its nodes, what is left to do, and how it ended.
+/// A submitted graph: tasks, dependencies in a dense layout (the `pending` counters of
+/// neighbouring tasks share cache lines, successors are one flat array), what is left to
+/// do, and how it ended.
 pub(crate) struct GraphState {
-    pub(crate) nodes: Box<[Node]>,
-    /// Tasks not yet finished or cancelled.
-    remaining: AtomicUsize,
+    pub(crate) tasks: Vec<Task>,
+    /// Per task: index into `keys`.
+    key_of: Box<[u32]>,
+    keys: Box<[Key]>,
+    pending: Box<[AtomicU32]>,
+    /// Successors of task `i`: `succ[succ_start[i]..succ_start[i + 1]]`.
+    succ_start: Box<[u32]>,
+    succ: Box<[u32]>,
+    /// Sinks (tasks without successors) not yet finished or cancelled. The graph is done
+    /// when this reaches zero: every task reaches a sink, and a sink starts only after all
+    /// its predecessors completed. Counting sinks instead of all tasks keeps most
+    /// completions off this shared counter. It lives on its own cache line, away from the
+    /// read-mostly fields above (and, since padding aligns the struct, away from the
+    /// `Arc`'s reference count too).
+    sinks_left: CachePadded<AtomicUsize>,
     /// Set once a task panicked: later tasks are skipped.
     failed: AtomicBool,
     outcome: Mutex<Option<Result<(), RuntimeError>>>,
@@ -113,39 +153,77 @@ pub(crate) struct GraphState {
 
 impl GraphState {
     /// Builds the run state, checking the graph for cycles (Kahn's algorithm).
+    /// `key` resolves a (type, hint) to its trace-table row and stats slot.
     pub(crate) fn new(
         tasks: Vec<Task>,
-        succs: Vec<Vec<usize>>,
+        edges: Vec<(u32, u32)>,
+        mut key: impl FnMut(&'static str, u64) -> Key,
     ) -> Result<GraphState, RuntimeError> {
-        let mut indegree = vec![0usize; tasks.len()];
-        for &s in succs.iter().flatten() {
-            indegree[s] += 1;
+        let n = tasks.len();
+        if edges.len() >= u32::MAX as usize {
+            return Err(RuntimeError::GraphTooLarge {
+                tasks: n,
+                edges: edges.len(),
+            });
         }
-        check_acyclic(&tasks, &succs, &indegree)?;
-        let nodes = tasks
-            .into_iter()
-            .zip(succs)
-            .zip(&indegree)
-            .map(|((task, succs), &d)| Node {
-                task,
-                succs: succs.into(),
-                pending: AtomicUsize::new(d),
-            })
-            .collect::<Box<[Node]>>();
-        let remaining = AtomicUsize::new(nodes.len());
-        let outcome = Mutex::new(if nodes.is_empty() { Some(Ok(())) } else { None });
+        // Counting sort of the edges by source: successors in the order they were made.
+        let mut succ_start = vec![0u32; n + 1];
+        let mut indegree = vec![0u32; n];
+        for &(from, to) in &edges {
+            succ_start[from as usize + 1] += 1;
+            indegree[to as usize] += 1;
+        }
+        for i in 0..n {
+            succ_start[i + 1] += succ_start[i];
+        }
+        let mut fill = succ_start.clone();
+        let mut succ = vec![0u32; edges.len()];
+        for &(from, to) in &edges {
+            succ[fill[from as usize] as usize] = to;
+            fill[from as usize] += 1;
+        }
+        // Edges that all point forward cannot form a cycle: the usual case (graphs built in
+        // order) skips Kahn's pass.
+        if !edges.iter().all(|&(from, to)| from < to) {
+            check_acyclic(&tasks, &succ_start, &succ, &indegree)?;
+        }
+        let sinks = (0..n)
+            .filter(|&i| succ_start[i] == succ_start[i + 1])
+            .count();
+        let (key_of, keys) = resolve_keys(&tasks, &mut key);
         Ok(GraphState {
-            nodes,
-            remaining,
+            tasks,
+            key_of,
+            keys,
+            pending: indegree.into_iter().map(AtomicU32::new).collect(),
+            succ_start: succ_start.into(),
+            succ: succ.into(),
+            sinks_left: CachePadded::new(AtomicUsize::new(sinks)),
             failed: AtomicBool::new(false),
-            outcome,
+            outcome: Mutex::new(if n == 0 { Some(Ok(())) } else { None }),
             done: Condvar::new(),
         })
     }
 
     /// Tasks with no predecessor.
     pub(crate) fn roots(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.nodes.len()).filter(|&i| self.nodes[i].pending.load(Ordering::Relaxed) == 0)
+        (0..self.tasks.len()).filter(|&i| self.pending[i].load(Ordering::Relaxed) == 0)
+    }
+
+    /// The successors of `node`.
+    pub(crate) fn successors(&self, node: usize) -> impl Iterator<Item = usize> + '_ {
+        let range = self.succ_start[node] as usize..self.succ_start[node + 1] as usize;
+        self.succ[range].iter().map(|&s| s as usize)
+    }
+
+    /// One predecessor of `node` finished; true when it was the last.
+    pub(crate) fn release(&self, node: usize) -> bool {
+        self.pending[node].fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// Where `node` records its time.
+    pub(crate) fn key(&self, node: usize) -> &Key {
+        &self.keys[self.key_of[node] as usize]
     }
 
     pub(crate) fn has_failed(&self) -> bool {
@@ -162,9 +240,10 @@ impl GraphState {
         }
     }
 
-    /// Counts one task as finished; returns true when it was the last one.
-    pub(crate) fn finish_one(&self) -> bool {
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
+    /// Counts `node` as finished; returns true when that finished the graph.
+    pub(crate) fn finish_one(&self, node: usize) -> bool {
+        let sink = self.succ_start[node] == self.succ_start[node + 1];
+        if !sink || self.sinks_left.fetch_sub(1, Ordering::AcqRel) != 1 {
             return false;
         }
         let mut outcome = self.outcome.lock();
@@ -175,19 +254,19 @@ impl GraphState {
         true
     }
 
-    pub(crate) fn unfinished(&self) -> usize {
-        self.remaining.load(Ordering::Acquire)
+    fn sinks_unfinished(&self) -> usize {
+        self.sinks_left.load(Ordering::Acquire)
     }
 
     /// Ends a graph the runtime will never finish (it shut down).
     pub(crate) fn abandon(&self) {
-        let unfinished = self.unfinished();
-        if unfinished == 0 {
+        let unfinished_sinks = self.sinks_unfinished();
+        if unfinished_sinks == 0 {
             return;
         }
         let mut outcome = self.outcome.lock();
         if outcome.is_none() {
-            *outcome = Some(Err(RuntimeError::ShutDown { unfinished }));
+            *outcome = Some(Err(RuntimeError::ShutDown { unfinished_sinks }));
         }
         self.done.notify_all();
     }
@@ -197,17 +276,45 @@ impl GraphState {
     }
 }
 
+/// Each task's index into the distinct (type, hint) keys. Neighbouring tasks usually share
+/// a key, so the last one is checked before the map.
+fn resolve_keys(
+    tasks: &[Task],
+    key: &mut impl FnMut(&'static str, u64) -> Key,
+) -> (Box<[u32]>, Box<[Key]>) {
+    let mut seen: HashMap<(&'static str, u64), u32> = HashMap::new();
+    let mut keys = Vec::new();
+    let mut last: Option<(&'static str, u64, u32)> = None;
+    let key_of = tasks
+        .iter()
+        .map(|t| match last {
+            Some((kind, hint, id)) if std::ptr::eq(kind, t.kind) && hint == t.hint => id,
+            _ => {
+                let id = *seen.entry((t.kind, t.hint)).or_insert_with(|| {
+                    keys.push(key(t.kind, t.hint));
+                    (keys.len() - 1) as u32
+                });
+                last = Some((t.kind, t.hint, id));
+                id
+            }
+        })
+        .collect();
+    (key_of, keys.into())
+}
+
 fn check_acyclic(
     tasks: &[Task],
-    succs: &[Vec<usize>],
-    indegree: &[usize],
+    succ_start: &[u32],
+    succ: &[u32],
+    indegree: &[u32],
 ) -> Result<(), RuntimeError> {
     let mut left = indegree.to_vec();
     let mut stack: Vec<usize> = (0..tasks.len()).filter(|&i| left[i] == 0).collect();
     let mut seen = 0;
     while let Some(i) = stack.pop() {
         seen += 1;
-        for &s in &succs[i] {
+        for &s in &succ[succ_start[i] as usize..succ_start[i + 1] as usize] {
+            let s = s as usize;
             left[s] -= 1;
             if left[s] == 0 {
                 stack.push(s);
@@ -227,7 +334,7 @@ fn check_acyclic(
 /// Waits for a submitted graph. Dropping the handle does not cancel the graph.
 #[derive(Debug)]
 pub struct GraphHandle {
-    pub(crate) state: std::sync::Arc<GraphState>,
+    pub(crate) state: Arc<GraphState>,
 }
 
 impl GraphHandle {
@@ -236,7 +343,7 @@ impl GraphHandle {
     pub fn wait(self) -> Result<(), RuntimeError> {
         let state = &self.state;
         let mut outcome = state.outcome.lock();
-        while !GraphState::is_settled(&outcome, state.unfinished()) {
+        while !GraphState::is_settled(&outcome, state.sinks_unfinished()) {
             state.done.wait(&mut outcome);
         }
         outcome.take().unwrap_or(Ok(()))
@@ -244,15 +351,15 @@ impl GraphHandle {
 
     /// Whether the graph has ended.
     pub fn is_done(&self) -> bool {
-        GraphState::is_settled(&self.state.outcome.lock(), self.state.unfinished())
+        GraphState::is_settled(&self.state.outcome.lock(), self.state.sinks_unfinished())
     }
 }
 
 impl std::fmt::Debug for GraphState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GraphState")
-            .field("tasks", &self.nodes.len())
-            .field("remaining", &self.remaining.load(Ordering::Relaxed))
+            .field("tasks", &self.tasks.len())
+            .field("sinks_left", &self.sinks_unfinished())
             .field("failed", &self.has_failed())
             .finish()
     }

@@ -10,7 +10,7 @@ use crossbeam_utils::sync::Parker;
 
 use crate::emulation::{EmulationError, EmulationSpec};
 use crate::error::RuntimeError;
-use crate::graph::{GraphHandle, GraphState, TaskGraph};
+use crate::graph::{GraphHandle, TaskGraph};
 use crate::place::Place;
 use crate::ptt::{PlacePolicy, TraceSnapshot};
 use crate::registry::{Registry, WorkerThread};
@@ -194,9 +194,9 @@ impl Runtime {
     /// # Errors
     /// A placement the topology does not allow, or a cycle, names the task.
     pub fn submit(&self, graph: TaskGraph) -> Result<GraphHandle, RuntimeError> {
-        let (tasks, succs) = graph.into_parts();
+        let (tasks, edges) = graph.into_parts();
         self.registry.validate(&tasks)?;
-        let state = Arc::new(GraphState::new(tasks, succs)?);
+        let state = Arc::new(self.registry.prepare(tasks, edges)?);
         self.registry.inject(&state);
         Ok(GraphHandle { state })
     }

@@ -19,6 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crossbeam_utils::CachePadded;
 use parking_lot::RwLock;
 use rand::Rng;
 
@@ -56,57 +57,81 @@ impl Default for PlacePolicy {
 
 type Key = (&'static str, u64);
 
-/// One row: the moving average (as f64 bits, 0 = never measured) and the sample count of
-/// each place.
-struct Row {
-    ema: Box<[AtomicU64]>,
-    samples: Box<[AtomicU64]>,
+/// One place's estimate, alone on its cache line: each worker mostly updates the places
+/// it leads, so padding keeps workers from invalidating each other's lines.
+#[derive(Default)]
+struct Slot {
+    /// Moving average in seconds, as f64 bits; 0 = never measured.
+    ema: AtomicU64,
+    samples: AtomicU64,
+}
+
+/// The estimates of one (task type, hint) at every place. Submission resolves each task's
+/// row once, so recording a time is one compare-and-swap, without hashing.
+pub(crate) struct Row {
+    slots: Box<[CachePadded<Slot>]>,
+}
+
+impl Row {
+    fn ema(&self, i: usize) -> f64 {
+        f64::from_bits(self.slots[i].ema.load(Ordering::Relaxed))
+    }
 }
 
 /// The live table, shared by the workers.
 pub(crate) struct TraceTable {
     places: Box<[Place]>,
-    index: HashMap<Place, usize>,
+    /// `index[leader * workers + width - 1]`: the place's slot, `u32::MAX` if not allowed.
+    index: Box<[u32]>,
+    workers: usize,
     rows: RwLock<HashMap<Key, Arc<Row>>>,
 }
 
 impl TraceTable {
-    pub(crate) fn new(places: Vec<Place>) -> TraceTable {
-        let index = places.iter().enumerate().map(|(i, &p)| (p, i)).collect();
+    pub(crate) fn new(places: Vec<Place>, workers: usize) -> TraceTable {
+        let mut index = vec![u32::MAX; workers * workers];
+        for (i, p) in places.iter().enumerate() {
+            if p.leader() < workers && p.width() <= workers {
+                index[p.leader() * workers + p.width() - 1] = i as u32;
+            }
+        }
         TraceTable {
             places: places.into(),
-            index,
+            index: index.into(),
+            workers,
             rows: RwLock::new(HashMap::new()),
         }
     }
 
-    fn row(&self, key: Key) -> Arc<Row> {
-        if let Some(row) = self.rows.read().get(&key) {
+    fn slot_of(&self, place: Place) -> Option<usize> {
+        if place.leader() >= self.workers || place.width() > self.workers {
+            return None;
+        }
+        let i = self.index[place.leader() * self.workers + place.width() - 1];
+        (i != u32::MAX).then_some(i as usize)
+    }
+
+    /// The row of a task type and hint, created on first use.
+    pub(crate) fn row(&self, kind: &'static str, hint: u64) -> Arc<Row> {
+        if let Some(row) = self.rows.read().get(&(kind, hint)) {
             return row.clone();
         }
-        let n = self.places.len();
-        let fresh = || (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
+        let slots = (0..self.places.len())
+            .map(|_| CachePadded::new(Slot::default()))
+            .collect();
         self.rows
             .write()
-            .entry(key)
-            .or_insert_with(|| {
-                Arc::new(Row {
-                    ema: fresh(),
-                    samples: fresh(),
-                })
-            })
+            .entry((kind, hint))
+            .or_insert_with(|| Arc::new(Row { slots }))
             .clone()
     }
 
     /// Folds one measured time into the place's average. Places outside the layout (none
     /// reach here: submission rejects them) are ignored.
-    pub(crate) fn record(&self, kind: &'static str, hint: u64, place: Place, seconds: f64) {
-        let Some(&i) = self.index.get(&place) else {
-            return;
-        };
-        let row = self.row((kind, hint));
-        let slot = &row.ema[i];
-        let mut old = slot.load(Ordering::Relaxed);
+    pub(crate) fn record(&self, row: &Row, place: Place, seconds: f64) {
+        let Some(i) = self.slot_of(place) else { return };
+        let slot = &row.slots[i];
+        let mut old = slot.ema.load(Ordering::Relaxed);
         loop {
             let new = if old == 0 {
                 seconds.max(f64::MIN_POSITIVE)
@@ -114,7 +139,7 @@ impl TraceTable {
                 let prev = f64::from_bits(old);
                 prev + EMA_WEIGHT * (seconds - prev)
             };
-            match slot.compare_exchange_weak(
+            match slot.ema.compare_exchange_weak(
                 old,
                 new.to_bits(),
                 Ordering::AcqRel,
@@ -124,22 +149,20 @@ impl TraceTable {
                 Err(seen) => old = seen,
             }
         }
-        row.samples[i].fetch_add(1, Ordering::Relaxed);
+        slot.samples.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Chooses a place for a task of this type by the rules in the module docs.
+    /// Chooses a place for a task of this row by the rules in the module docs.
     pub(crate) fn choose(
         &self,
-        kind: &'static str,
-        hint: u64,
+        row: &Row,
         near: usize,
         policy: PlacePolicy,
         rng: &mut impl Rng,
     ) -> Place {
-        let row = self.row((kind, hint));
         let n = self.places.len();
         let unmeasured = (0..n)
-            .filter(|&i| row.ema[i].load(Ordering::Relaxed) == 0)
+            .filter(|&i| row.slots[i].ema.load(Ordering::Relaxed) == 0)
             .min_by_key(|&i| {
                 (
                     self.places[i].leader().abs_diff(near),
@@ -152,12 +175,9 @@ impl TraceTable {
         if policy.explore > 0.0 && rng.random_bool(policy.explore.min(1.0)) {
             return self.places[rng.random_range(0..n)];
         }
-        let cost = |i: usize| {
-            let t = f64::from_bits(row.ema[i].load(Ordering::Relaxed));
-            match policy.objective {
-                Objective::WidthTime => t * self.places[i].width() as f64,
-                Objective::Time => t,
-            }
+        let cost = |i: usize| match policy.objective {
+            Objective::WidthTime => row.ema(i) * self.places[i].width() as f64,
+            Objective::Time => row.ema(i),
         };
         let best = (0..n)
             .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
@@ -174,21 +194,28 @@ impl TraceTable {
                 kind,
                 hint,
                 entries: (0..self.places.len())
-                    .filter(|&i| row.samples[i].load(Ordering::Relaxed) > 0)
+                    .filter(|&i| row.slots[i].samples.load(Ordering::Relaxed) > 0)
                     .map(|i| TraceEntry {
                         place: self.places[i],
-                        seconds: f64::from_bits(row.ema[i].load(Ordering::Relaxed)),
-                        samples: row.samples[i].load(Ordering::Relaxed),
+                        seconds: row.ema(i),
+                        samples: row.slots[i].samples.load(Ordering::Relaxed),
                     })
                     .collect(),
             })
+            .filter(|r| !r.entries.is_empty())
             .collect();
         out.sort_by_key(|r| (r.kind, r.hint));
         TraceSnapshot { rows: out }
     }
 
+    /// Forgets every measurement. Rows stay (graphs in flight hold them), their slots reset.
     pub(crate) fn clear(&self) {
-        self.rows.write().clear();
+        for row in self.rows.read().values() {
+            for slot in row.slots.iter() {
+                slot.ema.store(0, Ordering::Relaxed);
+                slot.samples.store(0, Ordering::Relaxed);
+            }
+        }
     }
 }
 

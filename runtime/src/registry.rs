@@ -35,7 +35,7 @@ use rand::rngs::StdRng;
 use crate::emulation::Speeds;
 use crate::error::RuntimeError;
 use crate::gang::{Gang, GangBarrier};
-use crate::graph::GraphState;
+use crate::graph::{GraphState, Key};
 use crate::place::Place;
 use crate::ptt::{PlacePolicy, TraceTable};
 use crate::sleep::Sleep;
@@ -95,7 +95,7 @@ impl Registry {
             place_of_width: (0..=n)
                 .map(|w| (0..n).map(|k| place_of_width(&places, w, k)).collect())
                 .collect(),
-            ptt: TraceTable::new(places),
+            ptt: TraceTable::new(places, n),
             stealers: stealers.into(),
             injector: Injector::new(),
             assembly: (0..n)
@@ -147,6 +147,18 @@ impl Registry {
             }
         }
         Ok(())
+    }
+
+    /// Builds the run state of a graph, resolving each task's trace-table row and stats id.
+    pub(crate) fn prepare(
+        &self,
+        tasks: Vec<Task>,
+        edges: Vec<(u32, u32)>,
+    ) -> Result<GraphState, RuntimeError> {
+        GraphState::new(tasks, edges, |kind, hint| Key {
+            row: self.ptt.row(kind, hint),
+            kind_id: self.stats.intern(kind),
+        })
     }
 
     /// Queues the roots of a freshly submitted graph.
@@ -360,13 +372,26 @@ impl WorkerThread {
 
     /// Decides where a ready task runs and starts it there.
     fn dispatch(&mut self, task: TaskRef) {
-        let registry = self.registry.clone();
-        if task.graph.has_failed() {
-            self.complete(&task.graph, task.node);
+        let TaskRef { graph, node } = task;
+        if graph.has_failed() {
+            self.complete(graph, node);
             return;
         }
-        let t = &task.graph.nodes[task.node].task;
-        let place = match t.placement {
+        let place = self.resolve(&graph, node);
+        if place.width() == 1 && place.leader() == self.index {
+            let took = self.run_part(&graph, node, place, &GangBarrier::new(1));
+            self.finish(graph, node, place, took);
+            return;
+        }
+        let gang = Arc::new(Gang::new(graph, node, place));
+        // A refused gang means shutdown: its graph is abandoned once the workers exit.
+        self.registry.enqueue_gang(gang, self.index);
+    }
+
+    /// The place a ready task runs on (see [`Placement`]).
+    fn resolve(&mut self, graph: &GraphState, node: usize) -> Place {
+        let registry = &*self.registry;
+        match graph.tasks[node].placement {
             Placement::Fixed(place) => place,
             Placement::Width(w) => {
                 registry.place_of_width[w][self.index].unwrap_or(Place::new(self.index, 1))
@@ -375,17 +400,9 @@ impl WorkerThread {
                 let policy = *registry.policy.lock();
                 registry
                     .ptt
-                    .choose(t.kind, t.hint, self.index, policy, &mut self.rng)
+                    .choose(&graph.key(node).row, self.index, policy, &mut self.rng)
             }
-        };
-        if place.width() == 1 && place.leader() == self.index {
-            let took = self.run_part(&task.graph, task.node, place, &GangBarrier::new(1));
-            self.finish(&task.graph, task.node, place, took);
-            return;
         }
-        let gang = Arc::new(Gang::new(task.graph, task.node, place));
-        // A refused gang means shutdown: its graph is abandoned once the workers exit.
-        registry.enqueue_gang(gang, self.index);
     }
 
     /// Runs this worker's rank of a gang; the last rank to finish completes the task.
@@ -395,7 +412,7 @@ impl WorkerThread {
             .fetch_max(took.as_nanos() as u64, Ordering::AcqRel);
         if gang.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             let slowest = Duration::from_nanos(gang.slowest_ns.load(Ordering::Acquire));
-            self.finish(&gang.graph, gang.node, gang.place, slowest);
+            self.finish(gang.graph.clone(), gang.node, gang.place, slowest);
         }
     }
 
@@ -408,7 +425,7 @@ impl WorkerThread {
         place: Place,
         barrier: &GangBarrier,
     ) -> Duration {
-        let start = Instant::now();
+        let start = quanta::Instant::now();
         if !graph.has_failed() {
             let ctx = TaskCtx {
                 rank: self.index - place.leader(),
@@ -416,7 +433,7 @@ impl WorkerThread {
                 worker: self.index,
                 barrier,
             };
-            let task = &graph.nodes[node].task;
+            let task = &graph.tasks[node];
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (task.body)(&ctx))) {
                 // Record first: ranks released by the broken barrier panic too, and the
                 // error the caller sees must be this one.
@@ -429,47 +446,68 @@ impl WorkerThread {
                 barrier.break_barrier();
             }
         }
-        self.registry.speeds.stall(self.index, start.elapsed());
-        let took = start.elapsed();
+        let mut took = quanta::Instant::now().duration_since(start);
+        if self.registry.speeds.stall(self.index, took) {
+            took = quanta::Instant::now().duration_since(start);
+        }
         self.registry.stats.record_part(self.index, took);
         took
     }
 
     /// Records a finished task's time and releases its successors.
-    fn finish(&mut self, graph: &Arc<GraphState>, node: usize, place: Place, took: Duration) {
+    fn finish(&mut self, graph: Arc<GraphState>, node: usize, place: Place, took: Duration) {
         if !graph.has_failed() {
-            let task = &graph.nodes[node].task;
+            let key = graph.key(node);
             self.registry
                 .ptt
-                .record(task.kind, task.hint, place, took.as_secs_f64());
-            self.registry.stats.record_task(self.index, task.kind, took);
+                .record(&key.row, place, took.as_secs_f64());
+            self.registry
+                .stats
+                .record_task(self.index, key.kind_id, took);
         }
         self.complete(graph, node);
     }
 
     /// Marks `node` done: successors whose last predecessor it was become ready here.
-    fn complete(&mut self, graph: &Arc<GraphState>, node: usize) {
+    /// The graph's `Arc` moves into the last of them, so a chain of tasks passes one
+    /// reference along instead of touching the shared count for every task.
+    fn complete(&mut self, graph: Arc<GraphState>, node: usize) {
         let mut released = 0usize;
-        for &s in graph.nodes[node].succs.iter() {
-            if graph.nodes[s].pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                self.local.push(TaskRef {
-                    graph: graph.clone(),
-                    node: s,
-                });
+        let mut last = None;
+        for s in graph.successors(node) {
+            if graph.release(s) {
+                if let Some(prev) = last.replace(s) {
+                    self.local.push(TaskRef {
+                        graph: graph.clone(),
+                        node: prev,
+                    });
+                }
                 released += 1;
             }
         }
-        // This worker takes one of them next, unless gangs are waiting on it first.
-        let busy_here = self.registry.assembly_len[self.index].load(Ordering::Acquire) > 0;
-        let wake = if busy_here {
-            released
+        graph.finish_one(node);
+        if let Some(s) = last {
+            self.local.push(TaskRef { graph, node: s });
+        }
+        if released > 0 {
+            self.share_surplus();
+        }
+    }
+
+    /// Wakes a parked worker when this one holds more ready work than it takes next (its
+    /// deque beyond the task it pops next, or all of it while gangs wait on it first).
+    /// One at a time: a woken worker that steals and releases more wakes the next.
+    fn share_surplus(&self) {
+        let registry = &*self.registry;
+        let busy_here = registry.assembly_len[self.index].load(Ordering::Acquire) > 0;
+        let surplus = if busy_here {
+            self.local.len()
         } else {
-            released.saturating_sub(1)
+            self.local.len().saturating_sub(1)
         };
-        self.registry
+        registry
             .sleep
-            .wake_some(&self.registry.steal_order[self.index], wake);
-        graph.finish_one();
+            .wake_some(&registry.steal_order[self.index], surplus.min(1));
     }
 }
 

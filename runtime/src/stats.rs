@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
-/// One worker's counters; padded so workers never share a cache line.
+/// One worker's counters, written only by that worker (a plain load and store, no locked
+/// instruction on the hot path) and read by anyone; padded so workers never share a line.
 #[derive(Default)]
 pub(crate) struct Counters {
     busy_ns: AtomicU64,
@@ -18,14 +19,44 @@ pub(crate) struct Counters {
     parks: AtomicU64,
 }
 
-type Histograms = HashMap<&'static str, Histogram<u64>>;
+impl Counters {
+    fn all(&self) -> [&AtomicU64; 4] {
+        [&self.busy_ns, &self.parts, &self.steals, &self.parks]
+    }
+
+    fn read(&self) -> [u64; 4] {
+        self.all().map(|a| a.load(Ordering::Relaxed))
+    }
+}
+
+/// Adds to a counter only its owning worker writes.
+#[inline]
+fn bump(counter: &AtomicU64, by: u64) {
+    counter.store(
+        counter.load(Ordering::Relaxed).wrapping_add(by),
+        Ordering::Relaxed,
+    );
+}
+
+/// What `reset` saw: the time and every counter's value, subtracted from later reads so
+/// that resetting never writes a worker's counters.
+struct Baseline {
+    since: Instant,
+    counters: Vec<[u64; 4]>,
+}
+
+/// Per worker: one histogram per task type, indexed by the type's interned id.
+type Histograms = Vec<Option<Histogram<u64>>>;
 
 /// Live statistics. Each worker writes only its own slot, so recording never contends.
 pub(crate) struct StatsCollector {
-    since: Mutex<Instant>,
+    baseline: Mutex<Baseline>,
     counters: Box<[CachePadded<Counters>]>,
     histograms: Box<[CachePadded<Mutex<Histograms>>]>,
     pinned: Box<[AtomicBool]>,
+    /// Task type names by id, and ids by name: interned at submission, so recording a
+    /// task's time indexes a vector instead of hashing its name.
+    kinds: RwLock<(Vec<&'static str>, HashMap<&'static str, usize>)>,
 }
 
 /// Durations from 1 ns to one hour at 3 significant digits.
@@ -37,39 +68,58 @@ fn new_histogram() -> Histogram<u64> {
 impl StatsCollector {
     pub(crate) fn new(workers: usize) -> StatsCollector {
         StatsCollector {
-            since: Mutex::new(Instant::now()),
+            baseline: Mutex::new(Baseline {
+                since: Instant::now(),
+                counters: vec![[0; 4]; workers],
+            }),
             counters: (0..workers)
                 .map(|_| CachePadded::new(Counters::default()))
                 .collect(),
             histograms: (0..workers)
-                .map(|_| CachePadded::new(Mutex::new(HashMap::new())))
+                .map(|_| CachePadded::new(Mutex::new(Vec::new())))
                 .collect(),
             pinned: (0..workers).map(|_| AtomicBool::new(false)).collect(),
+            kinds: RwLock::new((Vec::new(), HashMap::new())),
         }
+    }
+
+    /// The id of a task type, assigned on first sight.
+    pub(crate) fn intern(&self, kind: &'static str) -> usize {
+        if let Some(&id) = self.kinds.read().1.get(kind) {
+            return id;
+        }
+        let mut kinds = self.kinds.write();
+        let (names, ids) = &mut *kinds;
+        *ids.entry(kind).or_insert_with(|| {
+            names.push(kind);
+            names.len() - 1
+        })
     }
 
     /// A worker ran its rank of a task for `took` (emulated stall included).
     pub(crate) fn record_part(&self, worker: usize, took: Duration) {
         let c = &self.counters[worker];
-        c.busy_ns
-            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
-        c.parts.fetch_add(1, Ordering::Relaxed);
+        bump(&c.busy_ns, took.as_nanos() as u64);
+        bump(&c.parts, 1);
     }
 
-    /// A task of type `kind` finished; `took` is its slowest rank.
-    pub(crate) fn record_task(&self, worker: usize, kind: &'static str, took: Duration) {
+    /// A task of type `kind_id` finished; `took` is its slowest rank.
+    pub(crate) fn record_task(&self, worker: usize, kind_id: usize, took: Duration) {
         let mut h = self.histograms[worker].lock();
-        h.entry(kind)
-            .or_insert_with(new_histogram)
+        if h.len() <= kind_id {
+            h.resize_with(kind_id + 1, || None);
+        }
+        h[kind_id]
+            .get_or_insert_with(new_histogram)
             .saturating_record(took.as_nanos().max(1) as u64);
     }
 
     pub(crate) fn record_steal(&self, worker: usize) {
-        self.counters[worker].steals.fetch_add(1, Ordering::Relaxed);
+        bump(&self.counters[worker].steals, 1);
     }
 
     pub(crate) fn record_park(&self, worker: usize) {
-        self.counters[worker].parks.fetch_add(1, Ordering::Relaxed);
+        bump(&self.counters[worker].parks, 1);
     }
 
     pub(crate) fn set_pinned(&self, worker: usize, pinned: bool) {
@@ -77,25 +127,27 @@ impl StatsCollector {
     }
 
     pub(crate) fn reset(&self) {
-        for c in self.counters.iter() {
-            for a in [&c.busy_ns, &c.parts, &c.steals, &c.parks] {
-                a.store(0, Ordering::Relaxed);
-            }
-        }
+        let mut baseline = self.baseline.lock();
         for h in self.histograms.iter() {
             h.lock().clear();
         }
-        *self.since.lock() = Instant::now();
+        baseline.counters = self.counters.iter().map(|c| c.read()).collect();
+        baseline.since = Instant::now();
     }
 
     pub(crate) fn snapshot(&self, cpus: &[Option<usize>], clusters: &[usize]) -> Stats {
-        let elapsed = self.since.lock().elapsed();
+        let baseline = self.baseline.lock();
+        let elapsed = baseline.since.elapsed();
         let workers = self
             .counters
             .iter()
+            .zip(&baseline.counters)
             .enumerate()
-            .map(|(w, c)| {
-                let busy = Duration::from_nanos(c.busy_ns.load(Ordering::Relaxed)).min(elapsed);
+            .map(|(w, (c, base))| {
+                let now = c.read();
+                let [busy_ns, parts, steals, parks] =
+                    [0, 1, 2, 3].map(|i| now[i].wrapping_sub(base[i]));
+                let busy = Duration::from_nanos(busy_ns).min(elapsed);
                 WorkerStats {
                     worker: w,
                     cpu: cpus.get(w).copied().flatten(),
@@ -103,16 +155,19 @@ impl StatsCollector {
                     pinned: self.pinned[w].load(Ordering::Relaxed),
                     busy,
                     idle: elapsed - busy,
-                    parts_run: c.parts.load(Ordering::Relaxed),
-                    steals: c.steals.load(Ordering::Relaxed),
-                    parks: c.parks.load(Ordering::Relaxed),
+                    parts_run: parts,
+                    steals,
+                    parks,
                 }
             })
             .collect();
+        drop(baseline);
+        let names = self.kinds.read().0.clone();
         let mut merged: HashMap<&'static str, Histogram<u64>> = HashMap::new();
         for h in self.histograms.iter() {
-            for (kind, hist) in h.lock().iter() {
-                let into = merged.entry(kind).or_insert_with(new_histogram);
+            for (id, hist) in h.lock().iter().enumerate() {
+                let Some(hist) = hist else { continue };
+                let into = merged.entry(names[id]).or_insert_with(new_histogram);
                 // Same bounds on both sides, so adding cannot fail.
                 let _ = into.add(hist);
             }

@@ -199,3 +199,30 @@ fn empty_graph_finishes_at_once() {
     let rt = Runtime::builder().workers(1).build().expect("runtime");
     rt.run(TaskGraph::new()).expect("nothing to do");
 }
+
+/// Edges may point from a later-added task to an earlier one: such graphs take the full
+/// cycle check, and still run in dependency order.
+#[test]
+fn edges_against_insertion_order_are_fine_when_acyclic() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let n = 200;
+    let log = Arc::new(Log::new(n));
+    let mut g = TaskGraph::new();
+    let ids: Vec<TaskId> = (0..n)
+        .map(|i| {
+            let log = log.clone();
+            g.add(Task::new("rev", move |_| {
+                log.started[i].store(log.clock.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst);
+                log.ended[i].store(log.clock.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst);
+            }))
+        })
+        .collect();
+    // A chain from the last task added to the first.
+    for i in (1..n).rev() {
+        g.make_edge(ids[i], ids[i - 1]);
+    }
+    rt.run(g).expect("acyclic");
+    for i in (1..n).rev() {
+        assert!(log.ended[i].load(Ordering::SeqCst) < log.started[i - 1].load(Ordering::SeqCst));
+    }
+}

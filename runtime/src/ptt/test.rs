@@ -4,7 +4,10 @@ use rand::rngs::StdRng;
 use super::*;
 
 fn two_worker_table() -> TraceTable {
-    TraceTable::new(vec![Place::new(0, 1), Place::new(0, 2), Place::new(1, 1)])
+    TraceTable::new(
+        vec![Place::new(0, 1), Place::new(0, 2), Place::new(1, 1)],
+        2,
+    )
 }
 
 const GREEDY: PlacePolicy = PlacePolicy {
@@ -16,34 +19,49 @@ const GREEDY: PlacePolicy = PlacePolicy {
 fn unmeasured_places_come_first_nearest_to_the_dispatcher() {
     let t = two_worker_table();
     let mut rng = StdRng::seed_from_u64(1);
-    assert_eq!(t.choose("k", 0, 1, GREEDY, &mut rng), Place::new(1, 1));
-    t.record("k", 0, Place::new(1, 1), 1.0);
-    assert_eq!(t.choose("k", 0, 1, GREEDY, &mut rng), Place::new(0, 1));
-    t.record("k", 0, Place::new(0, 1), 1.0);
-    assert_eq!(t.choose("k", 0, 1, GREEDY, &mut rng), Place::new(0, 2));
+    assert_eq!(
+        t.choose(&t.row("k", 0), 1, GREEDY, &mut rng),
+        Place::new(1, 1)
+    );
+    t.record(&t.row("k", 0), Place::new(1, 1), 1.0);
+    assert_eq!(
+        t.choose(&t.row("k", 0), 1, GREEDY, &mut rng),
+        Place::new(0, 1)
+    );
+    t.record(&t.row("k", 0), Place::new(0, 1), 1.0);
+    assert_eq!(
+        t.choose(&t.row("k", 0), 1, GREEDY, &mut rng),
+        Place::new(0, 2)
+    );
 }
 
 #[test]
 fn objectives_pick_cheapest_or_fastest() {
     let t = two_worker_table();
     let mut rng = StdRng::seed_from_u64(1);
-    t.record("k", 0, Place::new(0, 1), 1.0);
-    t.record("k", 0, Place::new(1, 1), 3.0);
-    t.record("k", 0, Place::new(0, 2), 0.6); // 2 x 0.6 = 1.2 core-seconds
-    assert_eq!(t.choose("k", 0, 0, GREEDY, &mut rng), Place::new(0, 1));
+    t.record(&t.row("k", 0), Place::new(0, 1), 1.0);
+    t.record(&t.row("k", 0), Place::new(1, 1), 3.0);
+    t.record(&t.row("k", 0), Place::new(0, 2), 0.6); // 2 x 0.6 = 1.2 core-seconds
+    assert_eq!(
+        t.choose(&t.row("k", 0), 0, GREEDY, &mut rng),
+        Place::new(0, 1)
+    );
     let fastest = PlacePolicy {
         objective: Objective::Time,
         explore: 0.0,
     };
-    assert_eq!(t.choose("k", 0, 0, fastest, &mut rng), Place::new(0, 2));
+    assert_eq!(
+        t.choose(&t.row("k", 0), 0, fastest, &mut rng),
+        Place::new(0, 2)
+    );
 }
 
 #[test]
 fn hints_keep_separate_rows_and_the_average_moves_by_ema_weight() {
     let t = two_worker_table();
-    t.record("k", 1, Place::new(0, 1), 2.0);
-    t.record("k", 1, Place::new(0, 1), 4.0);
-    t.record("k", 2, Place::new(0, 1), 8.0);
+    t.record(&t.row("k", 1), Place::new(0, 1), 2.0);
+    t.record(&t.row("k", 1), Place::new(0, 1), 4.0);
+    t.record(&t.row("k", 2), Place::new(0, 1), 8.0);
     let snap = t.snapshot();
     let e = snap
         .row("k", 1)
@@ -68,7 +86,11 @@ fn hints_keep_separate_rows_and_the_average_moves_by_ema_weight() {
 fn exploration_visits_other_places_sometimes() {
     let t = two_worker_table();
     for p in [Place::new(0, 1), Place::new(0, 2), Place::new(1, 1)] {
-        t.record("k", 0, p, if p == Place::new(0, 1) { 1.0 } else { 5.0 });
+        t.record(
+            &t.row("k", 0),
+            p,
+            if p == Place::new(0, 1) { 1.0 } else { 5.0 },
+        );
     }
     let mut rng = StdRng::seed_from_u64(3);
     let policy = PlacePolicy {
@@ -76,7 +98,7 @@ fn exploration_visits_other_places_sometimes() {
         explore: 0.25,
     };
     let picks: Vec<Place> = (0..400)
-        .map(|_| t.choose("k", 0, 0, policy, &mut rng))
+        .map(|_| t.choose(&t.row("k", 0), 0, policy, &mut rng))
         .collect();
     let others = picks.iter().filter(|&&p| p != Place::new(0, 1)).count();
     // About 0.25 * 2/3 of picks leave the best place; a seeded rng makes this exact.
