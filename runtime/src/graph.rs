@@ -1,14 +1,15 @@
 //! Task graphs: tasks plus `make_edge` dependencies, and the shared state of one run.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::RuntimeError;
 use crate::ptt::Row;
+use crate::registry::Registry;
 use crate::task::Task;
 
 /// A task's handle inside its [`TaskGraph`].
@@ -332,26 +333,73 @@ fn check_acyclic(
 }
 
 /// Waits for a submitted graph. Dropping the handle does not cancel the graph.
-#[derive(Debug)]
 pub struct GraphHandle {
     pub(crate) state: Arc<GraphState>,
+    /// The pool whose idle workers free the finished graph.
+    pub(crate) registry: Weak<Registry>,
 }
 
 impl GraphHandle {
     /// Blocks until every task finished (or was cancelled after a panic, or the runtime
     /// shut down) and says how the graph ended.
+    ///
+    /// The finished graph (every task's closure) is freed by an idle worker, not here, so
+    /// the caller gets its result without paying for the deallocation.
     pub fn wait(self) -> Result<(), RuntimeError> {
-        let state = &self.state;
-        let mut outcome = state.outcome.lock();
-        while !GraphState::is_settled(&outcome, state.sinks_unfinished()) {
-            state.done.wait(&mut outcome);
+        let result = {
+            let state = &self.state;
+            let mut outcome = state.outcome.lock();
+            while !GraphState::is_settled(&outcome, state.sinks_unfinished()) {
+                state.done.wait(&mut outcome);
+            }
+            outcome.take().unwrap_or(Ok(()))
+        };
+        if let Some(registry) = self.registry.upgrade() {
+            registry.retire(self.state);
         }
-        outcome.take().unwrap_or(Ok(()))
+        result
     }
 
     /// Whether the graph has ended.
     pub fn is_done(&self) -> bool {
         GraphState::is_settled(&self.state.outcome.lock(), self.state.sinks_unfinished())
+    }
+}
+
+impl std::fmt::Debug for GraphHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphHandle")
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+/// Finished graphs waiting to be freed by an idle worker.
+#[derive(Default)]
+pub(crate) struct Retired {
+    graphs: Mutex<Vec<Arc<GraphState>>>,
+    len: AtomicUsize,
+}
+
+impl Retired {
+    pub(crate) fn push(&self, graph: Arc<GraphState>) {
+        self.graphs.lock().push(graph);
+        self.len.fetch_add(1, Ordering::Release);
+    }
+
+    /// Whether a graph waits to be freed.
+    pub(crate) fn pending(&self) -> bool {
+        self.len.load(Ordering::Acquire) > 0
+    }
+
+    /// Frees every retired graph (outside the lock). Cheap when there is none.
+    pub(crate) fn reap(&self) {
+        if self.len.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let graphs = std::mem::take(&mut *self.graphs.lock());
+        self.len.fetch_sub(graphs.len(), Ordering::Release);
+        drop(graphs);
     }
 }
 

@@ -198,7 +198,10 @@ impl Runtime {
         self.registry.validate(&tasks)?;
         let state = Arc::new(self.registry.prepare(tasks, edges)?);
         self.registry.inject(&state);
-        Ok(GraphHandle { state })
+        Ok(GraphHandle {
+            state,
+            registry: Arc::downgrade(&self.registry),
+        })
     }
 
     /// Runs a graph to completion.

@@ -35,7 +35,7 @@ use rand::rngs::StdRng;
 use crate::emulation::Speeds;
 use crate::error::RuntimeError;
 use crate::gang::{Gang, GangBarrier};
-use crate::graph::{GraphState, Key};
+use crate::graph::{GraphState, Key, Retired};
 use crate::place::Place;
 use crate::ptt::{PlacePolicy, TraceTable};
 use crate::sleep::Sleep;
@@ -78,6 +78,10 @@ pub(crate) struct Registry {
     idle_spin: Duration,
     terminate: AtomicBool,
     live: Mutex<Vec<Weak<GraphState>>>,
+    /// Finished graphs that idle workers free (see [`GraphHandle::wait`](crate::GraphHandle::wait)).
+    retired: Retired,
+    /// `0..n`, for waking any worker.
+    everyone: Box<[usize]>,
 }
 
 impl Registry {
@@ -111,6 +115,8 @@ impl Registry {
             idle_spin,
             terminate: AtomicBool::new(false),
             live: Mutex::new(Vec::new()),
+            retired: Retired::default(),
+            everyone: (0..n).collect(),
             topology,
         }
     }
@@ -176,8 +182,13 @@ impl Registry {
                 node,
             });
         }
-        let everyone: Vec<usize> = (0..self.num_workers()).collect();
-        self.sleep.wake_some(&everyone, roots.len());
+        self.sleep.wake_some(&self.everyone, roots.len());
+    }
+
+    /// Hands a finished graph to the workers to free, waking one if all are parked.
+    pub(crate) fn retire(&self, graph: Arc<GraphState>) {
+        self.retired.push(graph);
+        self.sleep.wake_some(&self.everyone, 1);
     }
 
     /// Pushes a gang onto the assembly queue of every worker of its place, in ascending
@@ -238,6 +249,7 @@ impl Registry {
 
     fn has_work(&self, worker: usize) -> bool {
         self.terminating()
+            || self.retired.pending()
             || self.assembly_len[worker].load(Ordering::Acquire) > 0
             || !self.injector.is_empty()
             || self.stealers.iter().any(|s| !s.is_empty())
@@ -350,6 +362,7 @@ impl WorkerThread {
     #[cold]
     fn idle(&self) {
         let registry = &self.registry;
+        registry.retired.reap();
         let start = Instant::now();
         let backoff = Backoff::new();
         while start.elapsed() < registry.idle_spin {

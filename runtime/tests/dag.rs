@@ -226,3 +226,30 @@ fn edges_against_insertion_order_are_fine_when_acyclic() {
         assert!(log.ended[i].load(Ordering::SeqCst) < log.started[i - 1].load(Ordering::SeqCst));
     }
 }
+
+/// `wait` hands the finished graph to an idle worker to free: the tasks' closures (and
+/// what they captured) are released soon after, even when the runtime then sits idle.
+#[test]
+fn finished_graphs_are_freed_while_the_runtime_idles() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let captured = Arc::new(());
+    for _ in 0..3 {
+        let mut g = TaskGraph::new();
+        for _ in 0..100 {
+            let c = captured.clone();
+            g.add(Task::new("hold", move |_| {
+                let _ = &c;
+            }));
+        }
+        let handle = rt.submit(g).expect("submit");
+        // Let the graph finish and every worker park: the graph is retired (by `wait`)
+        // only then, so freeing it needs a worker woken for the purpose.
+        std::thread::sleep(Duration::from_millis(20));
+        handle.wait().expect("runs");
+    }
+    common::within(Duration::from_secs(10), "graphs freed", move || {
+        while Arc::strong_count(&captured) > 1 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
