@@ -43,6 +43,9 @@ use crate::stats::StatsCollector;
 use crate::task::{Placement, Task, TaskCtx};
 use crate::topology::Topology;
 
+/// The dispatcher index of a thread that is not a worker (nothing to skip when waking).
+const NOT_A_WORKER: usize = usize::MAX;
+
 /// A ready task: a node of a submitted graph.
 pub(crate) struct TaskRef {
     graph: Arc<GraphState>,
@@ -176,13 +179,24 @@ impl Registry {
         }
         // Collect first: once one root runs, other nodes may reach zero pending.
         let roots: Vec<usize> = graph.roots().collect();
+        let mut injected = 0;
         for &node in &roots {
-            self.injector.push(TaskRef {
-                graph: graph.clone(),
-                node,
-            });
+            // A root with a fixed place is already placed: queue it on its workers directly
+            // (and wake exactly them) instead of letting any worker pick it up first.
+            if let Placement::Fixed(place) = graph.tasks[node].placement {
+                self.enqueue_gang(
+                    Arc::new(Gang::new(graph.clone(), node, place)),
+                    NOT_A_WORKER,
+                );
+            } else {
+                self.injector.push(TaskRef {
+                    graph: graph.clone(),
+                    node,
+                });
+                injected += 1;
+            }
         }
-        self.sleep.wake_some(&self.everyone, roots.len());
+        self.sleep.wake_some(&self.everyone, injected);
     }
 
     /// Hands a finished graph to the workers to free, waking one if all are parked.
