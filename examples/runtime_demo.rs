@@ -36,10 +36,11 @@ use common::RuntimeArgs;
 struct Cli {
     #[command(flatten)]
     runtime: RuntimeArgs,
-    /// What to slow down in the middle phase (same syntax as --emulate). Default: the
-    /// second half of the workers at `powersave` (Table 1's setting 2).
-    #[arg(long, value_name = "SPEC", default_value = "table1:2")]
-    slow: EmulationSpec,
+    /// What to slow down in the middle phase (same syntax as --emulate, e.g. `table1:2`
+    /// or `w1=0.25`). Default: the workers of the place the runtime used most in the first
+    /// phase, at `powersave`, so the reaction is always visible.
+    #[arg(long, value_name = "SPEC")]
+    slow: Option<EmulationSpec>,
     /// Task runs per phase.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     tasks: u32,
@@ -138,6 +139,31 @@ fn picks_since(before: &TraceSnapshot, after: &TraceSnapshot) -> BTreeMap<String
     picks
 }
 
+/// `powersave` on every worker of the place that ran the most in `phase`.
+fn busiest_place_slowed(phase: &Phase) -> anyhow::Result<EmulationSpec> {
+    let (place, _) = phase
+        .picks
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .context("no runs in the first phase")?;
+    let (leader, width) = place.split_once('+').context("place notation")?;
+    let (leader, width): (usize, usize) = (leader.parse()?, width.parse()?);
+    let items: Vec<String> = (leader..leader + width)
+        .map(|w| format!("w{w}=powersave"))
+        .collect();
+    Ok(items.join(",").parse()?)
+}
+
+/// A spec that sets every worker's speed explicitly.
+fn per_worker_spec(speeds: &[f64]) -> anyhow::Result<EmulationSpec> {
+    let items: Vec<String> = speeds
+        .iter()
+        .enumerate()
+        .map(|(w, s)| format!("w{w}={s}"))
+        .collect();
+    Ok(items.join(",").parse()?)
+}
+
 fn print_phase(p: &Phase) {
     println!(
         "\n== {} (speeds {:?}) — {:.3} ms per run",
@@ -178,6 +204,11 @@ fn main() -> anyhow::Result<()> {
         explore: cli.explore,
     });
     let base = rt.speeds();
+    // Check --slow against the topology before spending a phase on it.
+    if let Some(slow) = &cli.slow {
+        slow.resolve(rt.topology())
+            .with_context(|| format!("--slow {slow}"))?;
+    }
     println!("{}", rt.topology());
     let expected = (0..cli.elements).fold(0u64, |acc, i| acc.wrapping_add(mix(i)));
 
@@ -189,34 +220,25 @@ fn main() -> anyhow::Result<()> {
         expected,
     )?];
     print_phase(&phases[0]);
-    let slowed = cli
-        .slow
+    let slow = match cli.slow.clone() {
+        Some(spec) => spec,
+        None => busiest_place_slowed(&phases[0])?,
+    };
+    let slowed = slow
         .resolve(rt.topology())
-        .with_context(|| format!("--slow {}", cli.slow))?;
+        .with_context(|| format!("--slow {slow}"))?;
     let combined: Vec<f64> = base.iter().zip(&slowed).map(|(a, b)| a.min(*b)).collect();
-    let spec: EmulationSpec = combined
-        .iter()
-        .enumerate()
-        .map(|(w, s)| format!("w{w}={s}"))
-        .collect::<Vec<_>>()
-        .join(",")
-        .parse()?;
+    let spec = per_worker_spec(&combined)?;
     rt.emulate(&spec)?;
     phases.push(run_phase(
         &rt,
-        &format!("slowed: {}", cli.slow),
+        &format!("slowed: {slow}"),
         cli.tasks,
         cli.elements,
         expected,
     )?);
     print_phase(&phases[1]);
-    let spec: EmulationSpec = base
-        .iter()
-        .enumerate()
-        .map(|(w, s)| format!("w{w}={s}"))
-        .collect::<Vec<_>>()
-        .join(",")
-        .parse()?;
+    let spec = per_worker_spec(&base)?;
     rt.emulate(&spec)?;
     phases.push(run_phase(
         &rt,

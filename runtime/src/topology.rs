@@ -177,7 +177,7 @@ pub enum TopologyError {
         reason: String,
     },
     /// The layout file could not be read.
-    #[error("cannot read layout file {path}: {source}")]
+    #[error("cannot read layout file {path}")]
     ReadLayout {
         /// The file.
         path: String,
