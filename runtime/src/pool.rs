@@ -206,6 +206,10 @@ impl Runtime {
 
     /// Runs a graph to completion.
     ///
+    /// Call it from outside the pool. A task body that blocks on another graph occupies its
+    /// worker meanwhile, and deadlocks if the inner graph needs that worker; from inside a
+    /// task, [`Runtime::submit`] without waiting, or add the work to the same graph.
+    ///
     /// # Errors
     /// As [`Runtime::submit`], or the first panic of a task, after which the tasks not yet
     /// started are cancelled.
