@@ -1,3 +1,102 @@
-//! The net! tensor DSL: layer descriptors, compile-time weights (paper Eq. 1-2) and CV-sorted pipeline seeds (Alg. 1).
+//! The `net!` tensor DSL of taopipe: layer descriptors with checked shapes, the paper's
+//! compile-time hints (layer weights, Eq. 1–2) and the CV-sorted pipeline seeds (Eq. 3,
+//! Alg. 1) that Pipe-search starts from.
 //!
-//! This crate is still empty: its issue has not landed yet. See `../shared/DESIGN.md`.
+//! # Example
+//!
+//! Declare a net, look at its layers, and print the best seeds for 2 and 3 stages:
+//!
+//! ```
+//! use taopipe_dsl::{net, Seeds};
+//!
+//! let net = net! { small [3, 32, 32] =>
+//!     conv1: conv(32, 3x3, pad 1) relu,
+//!     pool1: maxpool(2x2, stride 2),
+//!     conv2: conv(64, 3x3, pad 1) relu,
+//!     pool2: maxpool(2x2, stride 2),
+//!     conv3: conv(64, 3x3, pad 1) relu,
+//!     fc1:   fc(256) relu,
+//!     fc2:   fc(10),
+//! }?;
+//! println!("{net}");
+//! let seeds = Seeds::from_net(&net, 4)?; // 4 cores: stage counts 2..=4
+//! for p in 2..=3 {
+//!     for seed in seeds.top_k(p, 3)? {
+//!         println!("{p} stages: {seed}");
+//!     }
+//! }
+//! assert_eq!(seeds.top_k(2, 1)?[0].composition, vec![3, 4]);
+//! # Ok::<(), taopipe_dsl::DslError>(())
+//! ```
+//!
+//! # Layers and how they are counted
+//!
+//! A net is a chain: every declared layer is one pipeline unit (one moldable task in the
+//! runtime), and a *composition* (layers per stage) counts declared layers. ReLU is a flag
+//! fused into `conv`/`fc` (`conv(64, 3x3, pad 1) relu`), so it adds no layer; `fc`
+//! flattens its input implicitly, so no `flatten` is needed before it. VGG16 is then 21
+//! layers, as the paper counts it: 13 conv (+ReLU), 5 max-pool, 3 FC. A trailing softmax
+//! is not part of that count: it does not change the arg-max, so the zoo ends VGG16 with
+//! `fc8` (logits); declaring `prob: softmax` is allowed and adds a 22nd layer.
+//!
+//! # Compile-time hints (layer weights)
+//!
+//! | kind | weight |
+//! |---|---|
+//! | `Conv2d` | Eq. 1, `Ho·Wo·C·R·S·K`: **output** height and width, input channels `C`, kernel `R×S`, output channels `K` |
+//! | `Fc` | Eq. 2, `H·W·C·F`: the (implicitly flattened) input times the output features |
+//! | `MaxPool`, `AvgPool`, `GlobalAvgPool` | the input size `H·W·C` (paper §2.1) |
+//! | `Relu`, `BatchNorm`, `ResidualAdd`, `Softmax` | the element count `H·W·C` (one operation per element) |
+//! | `Flatten` | 0 (a reshape, no arithmetic) |
+//!
+//! The paper reads Eq. 1 with the *input* `H, W`. We use the *output* `Ho, Wo`, because
+//! `Ho·Wo·C·R·S·K` is exactly the number of multiply-accumulates, which is what the weight
+//! stands for. For the stride-1 "same" convolutions of VGG the two readings coincide;
+//! they differ for strided convolutions (ResNet's 7×7/2 stem and its stride-2 3×3/1×1
+//! layers would weigh 4× too much with the input reading). The checks of the paper's
+//! Synth nets and Table 7 work on weight lists and do not depend on this choice.
+//!
+//! # Seeds (Alg. 1)
+//!
+//! [`Seeds`] yields, for each stage count `2..=C`, every layer distribution sorted by the
+//! CV of its stage weights ([`cv`], population σ/μ), ties broken by the lexicographic
+//! order of the composition; see [`SeedIter`] for how this is done lazily (best-first
+//! search with an exact cost-to-go) so that nets too big to enumerate, such as ResNet50 on
+//! 16 cores, still give their first seeds at once. [`exhaustive_sorted`] is the reference.
+//!
+//! # Compile-time shape checks
+//!
+//! With literal sizes, [`net!`] also expands to an inline `const` block that infers the
+//! shapes with the same `const fn`s as [`NetSpecBuilder::build`]; a mismatch is a compile
+//! error naming the layer and the shapes (see the `compile_fail` examples of [`net!`]).
+//! Everything else is checked at run time and reported as a [`DslError`]; nothing in this
+//! crate panics on user input.
+#![deny(missing_docs)]
+
+mod check;
+mod cv;
+mod error;
+mod infer;
+mod layer;
+mod macros;
+mod seeds;
+mod shape;
+mod spec;
+mod synth;
+
+pub use cv::{cv, stage_weights};
+pub use error::DslError;
+pub use layer::{Layer, LayerKind};
+pub use seeds::{EXHAUSTIVE_LIMIT, Seed, SeedIter, Seeds, composition_count, exhaustive_sorted};
+pub use shape::Shape;
+pub use spec::{NetSpec, NetSpecBuilder};
+pub use synth::{
+    SYNTH_UNIT, SYNTH1, SYNTH2, SYNTH3, SplitMix64, WeightDistribution, conv_net_with_weights,
+    random_net, random_weights, synth1, synth2, synth3,
+};
+
+/// Items the `net!` macro expands to. Not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::check::{ConstKind, ConstNet, dims};
+}

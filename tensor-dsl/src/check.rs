@@ -1,0 +1,415 @@
+//! The compile-time half of `net!`: a `const` shape checker.
+//!
+//! `net!` expands, when the input shape is made of literals, to an inline `const { … }`
+//! block that replays the declaration through [`ConstNet`]. `ConstNet` calls the same
+//! `const fn`s the runtime builder uses (`infer.rs`), and on a problem panics with a
+//! message naming the net, the layer and the shapes. A panic during constant evaluation
+//! is a compile error (E0080), so a net that does not fit does not build.
+//!
+//! Nothing here is meant to be called by hand; it is public only for the macro.
+
+use crate::infer::{self, Issue};
+use crate::{LayerKind, Shape};
+
+/// One layer kind with `Copy` data, buildable in `const` context (the macro's view of a
+/// [`LayerKind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConstKind {
+    /// See [`LayerKind::Conv2d`].
+    Conv {
+        /// Output channels.
+        out: usize,
+        /// Kernel.
+        kernel: (usize, usize),
+        /// Stride.
+        stride: (usize, usize),
+        /// Padding.
+        padding: (usize, usize),
+        /// Fused ReLU.
+        relu: bool,
+    },
+    /// See [`LayerKind::MaxPool`].
+    MaxPool {
+        /// Window.
+        kernel: (usize, usize),
+        /// Stride.
+        stride: (usize, usize),
+        /// Padding.
+        padding: (usize, usize),
+    },
+    /// See [`LayerKind::AvgPool`].
+    AvgPool {
+        /// Window.
+        kernel: (usize, usize),
+        /// Stride.
+        stride: (usize, usize),
+        /// Padding.
+        padding: (usize, usize),
+    },
+    /// See [`LayerKind::GlobalAvgPool`].
+    GlobalAvgPool,
+    /// See [`LayerKind::Fc`].
+    Fc {
+        /// Output features.
+        out: usize,
+        /// Fused ReLU.
+        relu: bool,
+    },
+    /// See [`LayerKind::Relu`].
+    Relu,
+    /// See [`LayerKind::BatchNorm`].
+    BatchNorm,
+    /// See [`LayerKind::ResidualAdd`].
+    Add(&'static str),
+    /// See [`LayerKind::Flatten`].
+    Flatten,
+    /// See [`LayerKind::Softmax`].
+    Softmax,
+}
+
+impl ConstKind {
+    /// The runtime descriptor.
+    pub fn to_kind(self) -> LayerKind {
+        match self {
+            ConstKind::Conv {
+                out,
+                kernel,
+                stride,
+                padding,
+                relu,
+            } => LayerKind::Conv2d {
+                out_channels: out,
+                kernel,
+                stride,
+                padding,
+                relu,
+            },
+            ConstKind::MaxPool {
+                kernel,
+                stride,
+                padding,
+            } => LayerKind::MaxPool {
+                kernel,
+                stride,
+                padding,
+            },
+            ConstKind::AvgPool {
+                kernel,
+                stride,
+                padding,
+            } => LayerKind::AvgPool {
+                kernel,
+                stride,
+                padding,
+            },
+            ConstKind::GlobalAvgPool => LayerKind::GlobalAvgPool,
+            ConstKind::Fc { out, relu } => LayerKind::Fc {
+                out_features: out,
+                relu,
+            },
+            ConstKind::Relu => LayerKind::Relu,
+            ConstKind::BatchNorm => LayerKind::BatchNorm,
+            ConstKind::Add(from) => LayerKind::ResidualAdd {
+                from: from.to_string(),
+            },
+            ConstKind::Flatten => LayerKind::Flatten,
+            ConstKind::Softmax => LayerKind::Softmax,
+        }
+    }
+}
+
+/// Parses a size token of `net!` (`stringify!`-ed): `3` → `(3, 3)`, `3x5` → `(3, 5)`.
+///
+/// Panics (a compile error when called in `const`) on anything else.
+pub const fn dims(s: &str) -> (usize, usize) {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut first = 0usize;
+    let mut second = 0usize;
+    let mut in_second = false;
+    let mut digits = 0usize;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'x' && !in_second && digits > 0 {
+            in_second = true;
+            digits = 0;
+        } else if c == b'_' {
+            // digit separator, as in Rust literals
+        } else if c.is_ascii_digit() {
+            let d = (c - b'0') as usize;
+            let slot = if in_second { second } else { first };
+            let next = match slot.checked_mul(10) {
+                Some(v) => v.checked_add(d),
+                None => None,
+            };
+            let Some(next) = next else {
+                fail_token("is too large", s)
+            };
+            if in_second {
+                second = next;
+            } else {
+                first = next;
+            }
+            digits += 1;
+        } else {
+            fail_token("is not a size: write N or NxM (e.g. 3 or 3x3)", s);
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        fail_token("is not a size: write N or NxM (e.g. 3 or 3x3)", s);
+    }
+    if in_second {
+        (first, second)
+    } else {
+        (first, first)
+    }
+}
+
+const fn fail_token(what: &str, token: &str) -> ! {
+    let mut m = Msg::new();
+    m = m.s("net!: `").s(token).s("` ").s(what);
+    m.panic()
+}
+
+/// A fixed-capacity message buffer, so `const` panics can name layers and shapes.
+struct Msg {
+    buf: [u8; 320],
+    len: usize,
+}
+
+impl Msg {
+    const fn new() -> Self {
+        Msg {
+            buf: [0; 320],
+            len: 0,
+        }
+    }
+
+    /// Appends `s` (whole, or nothing more once full: names are ASCII-ish identifiers).
+    const fn s(mut self, s: &str) -> Self {
+        let b = s.as_bytes();
+        if self.len + b.len() > self.buf.len() {
+            return self;
+        }
+        let mut i = 0;
+        while i < b.len() {
+            self.buf[self.len] = b[i];
+            self.len += 1;
+            i += 1;
+        }
+        self
+    }
+
+    const fn n(mut self, mut v: usize) -> Self {
+        let mut digits = [0u8; 20];
+        let mut k = 0;
+        loop {
+            digits[k] = b'0' + (v % 10) as u8;
+            k += 1;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        if self.len + k > self.buf.len() {
+            return self;
+        }
+        while k > 0 {
+            k -= 1;
+            self.buf[self.len] = digits[k];
+            self.len += 1;
+        }
+        self
+    }
+
+    const fn pair(self, p: (usize, usize)) -> Self {
+        self.n(p.0).s("x").n(p.1)
+    }
+
+    const fn shape(self, s: Shape) -> Self {
+        self.n(s.c).s("x").n(s.h).s("x").n(s.w)
+    }
+
+    const fn panic(self) -> ! {
+        let (used, _) = self.buf.split_at(self.len);
+        match core::str::from_utf8(used) {
+            Ok(text) => panic!("{}", text),
+            Err(_) => panic!("net!: a layer does not fit its input"),
+        }
+    }
+}
+
+/// The `const` replay of a `net!` declaration with `N` layers.
+#[derive(Debug, Clone, Copy)]
+pub struct ConstNet<const N: usize> {
+    net: &'static str,
+    names: [&'static str; N],
+    outputs: [Shape; N],
+    len: usize,
+    current: Shape,
+}
+
+const fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+impl<const N: usize> ConstNet<N> {
+    /// Starts the replay; panics if a dimension is zero.
+    pub const fn new(net: &'static str, c: usize, h: usize, w: usize) -> Self {
+        let input = Shape::new(c, h, w);
+        if input.has_zero_dim() {
+            Msg::new()
+                .s("net!: net `")
+                .s(net)
+                .s("`: input shape ")
+                .shape(input)
+                .s(" has a zero dimension")
+                .panic()
+        }
+        ConstNet {
+            net,
+            names: [""; N],
+            outputs: [Shape::new(0, 0, 0); N],
+            len: 0,
+            current: input,
+        }
+    }
+
+    /// The running output shape.
+    pub const fn output(&self) -> Shape {
+        self.current
+    }
+
+    const fn find(&self, name: &str) -> Option<usize> {
+        let mut i = 0;
+        while i < self.len {
+            if same_str(self.names[i], name) {
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    const fn head(&self, name: &str) -> Msg {
+        Msg::new()
+            .s("net!: layer `")
+            .s(name)
+            .s("` of net `")
+            .s(self.net)
+            .s("`: ")
+    }
+
+    /// Checks one layer and appends it; panics with a message naming the layer on a problem.
+    pub const fn push(mut self, name: &'static str, kind: ConstKind) -> Self {
+        if self.len >= N {
+            self.head(name)
+                .s("more layers than counted (macro bug)")
+                .panic()
+        }
+        if self.find(name).is_some() {
+            self.head(name).s("the name is used twice").panic()
+        }
+        let input = self.current;
+        let (result, kernel, padding) = match kind {
+            ConstKind::Conv {
+                out,
+                kernel,
+                stride,
+                padding,
+                ..
+            } => (
+                infer::conv(input, out, kernel, stride, padding),
+                kernel,
+                padding,
+            ),
+            ConstKind::MaxPool {
+                kernel,
+                stride,
+                padding,
+            }
+            | ConstKind::AvgPool {
+                kernel,
+                stride,
+                padding,
+            } => (infer::pool(input, kernel, stride, padding), kernel, padding),
+            ConstKind::GlobalAvgPool => (infer::global_avg_pool(input), (1, 1), (0, 0)),
+            ConstKind::Fc { out, .. } => (infer::fc(input, out), (1, 1), (0, 0)),
+            ConstKind::Relu | ConstKind::BatchNorm | ConstKind::Softmax => {
+                (infer::elementwise(input), (1, 1), (0, 0))
+            }
+            ConstKind::Add(from) => {
+                let Some(j) = self.find(from) else {
+                    self.head(name)
+                        .s("residual source `")
+                        .s(from)
+                        .s("` is not an earlier layer")
+                        .panic()
+                };
+                let other = self.outputs[j];
+                if !other.same_as(&input) {
+                    self.head(name)
+                        .s("residual add of input ")
+                        .shape(input)
+                        .s(" and output ")
+                        .shape(other)
+                        .s(" of `")
+                        .s(from)
+                        .s("`: shapes differ")
+                        .panic()
+                }
+                (infer::elementwise(input), (1, 1), (0, 0))
+            }
+            ConstKind::Flatten => (infer::flatten(input), (1, 1), (0, 0)),
+        };
+        let output = match result {
+            Ok((output, _weight)) => output,
+            Err(Issue::Zero(what)) => self
+                .head(name)
+                .s(what)
+                .s(" must be at least 1 (input ")
+                .shape(input)
+                .s(")")
+                .panic(),
+            Err(Issue::KernelTooLarge) => self
+                .head(name)
+                .s("kernel ")
+                .pair(kernel)
+                .s(" with padding ")
+                .pair(padding)
+                .s(" does not fit input ")
+                .shape(input)
+                .panic(),
+            Err(Issue::PoolPadding) => self
+                .head(name)
+                .s("pooling padding ")
+                .pair(padding)
+                .s(" exceeds half the kernel ")
+                .pair(kernel)
+                .panic(),
+            Err(Issue::Overflow) => self
+                .head(name)
+                .s("output shape or weight overflows (input ")
+                .shape(input)
+                .s(")")
+                .panic(),
+        };
+        self.names[self.len] = name;
+        self.outputs[self.len] = output;
+        self.len += 1;
+        self.current = output;
+        self
+    }
+}

@@ -1,0 +1,158 @@
+//! The one error type of the crate.
+
+use crate::Shape;
+
+/// Everything that can go wrong while declaring a net or asking for its seeds.
+///
+/// Every variant names what it is about: the layer (and, for shape errors, both shapes
+/// involved), or the weights and stage count. Nothing in this crate panics on user input;
+/// it returns one of these instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DslError {
+    /// The net's input shape has a zero dimension.
+    #[error("net `{net}`: input shape {shape} has a zero dimension")]
+    EmptyInput {
+        /// The net.
+        net: String,
+        /// Its declared input shape.
+        shape: Shape,
+    },
+    /// The net declares no layers.
+    #[error("net `{net}` declares no layers")]
+    NoLayers {
+        /// The net.
+        net: String,
+    },
+    /// A layer has an empty name (layer names are how residual adds and weights files refer to layers).
+    #[error("net `{net}`: layer #{index} has an empty name")]
+    EmptyName {
+        /// The net.
+        net: String,
+        /// The layer's index (0-based).
+        index: usize,
+    },
+    /// Two layers share a name.
+    #[error("layer `{layer}`: the name is already used by layer #{first}")]
+    DuplicateName {
+        /// The repeated name.
+        layer: String,
+        /// Index of the first layer with that name.
+        first: usize,
+    },
+    /// A size parameter (channels, features, kernel, stride) is zero.
+    #[error("layer `{layer}`: {what} must be at least 1 (input {input})")]
+    ZeroParameter {
+        /// The layer.
+        layer: String,
+        /// Which parameter.
+        what: &'static str,
+        /// The layer's input shape.
+        input: Shape,
+    },
+    /// A window (conv or pooling kernel) is larger than its padded input.
+    #[error(
+        "layer `{layer}`: kernel {}x{} with padding {}x{} does not fit input {input} (padded {}x{})",
+        kernel.0, kernel.1, padding.0, padding.1,
+        input.h.saturating_add(padding.0.saturating_mul(2)),
+        input.w.saturating_add(padding.1.saturating_mul(2))
+    )]
+    KernelTooLarge {
+        /// The layer.
+        layer: String,
+        /// The layer's input shape.
+        input: Shape,
+        /// Kernel `(R, S)`.
+        kernel: (usize, usize),
+        /// Padding `(ph, pw)`.
+        padding: (usize, usize),
+    },
+    /// Pooling padding larger than half the kernel (windows made only of padding; refused like PyTorch does).
+    #[error(
+        "layer `{layer}`: pooling padding {}x{} exceeds half the kernel {}x{} (input {input})",
+        padding.0, padding.1, kernel.0, kernel.1
+    )]
+    PoolPaddingTooLarge {
+        /// The layer.
+        layer: String,
+        /// The layer's input shape.
+        input: Shape,
+        /// Kernel `(R, S)`.
+        kernel: (usize, usize),
+        /// Padding `(ph, pw)`.
+        padding: (usize, usize),
+    },
+    /// A residual add whose two operands differ in shape.
+    #[error(
+        "layer `{layer}`: residual add of input {input} and output {from_shape} of `{from}`: shapes differ"
+    )]
+    ResidualMismatch {
+        /// The residual-add layer.
+        layer: String,
+        /// Its input (the running tensor).
+        input: Shape,
+        /// The layer whose output is added.
+        from: String,
+        /// That layer's output shape.
+        from_shape: Shape,
+    },
+    /// A residual add naming a layer that is not declared before it.
+    #[error("layer `{layer}`: residual source `{from}` is not an earlier layer")]
+    UnknownResidualSource {
+        /// The residual-add layer.
+        layer: String,
+        /// The name it refers to.
+        from: String,
+    },
+    /// A shape or weight does not fit in `usize`/`u64`.
+    #[error("layer `{layer}`: output shape or weight overflows (input {input})")]
+    Overflow {
+        /// The layer.
+        layer: String,
+        /// The layer's input shape.
+        input: Shape,
+    },
+    /// A stage count that cannot split the layers (0, or more stages than layers).
+    #[error("cannot split {layers} layers into {stages} stages (need 1 <= stages <= layers)")]
+    InvalidStageCount {
+        /// Requested stage count.
+        stages: usize,
+        /// Number of layers.
+        layers: usize,
+    },
+    /// A composition (layers per stage) that does not cover the layers exactly.
+    #[error(
+        "composition {composition:?} does not split {layers} layers (each stage needs >= 1 layer, sum must be {layers})"
+    )]
+    BadComposition {
+        /// The composition given.
+        composition: Vec<usize>,
+        /// Number of layers.
+        layers: usize,
+    },
+    /// The sum of all layer weights overflows `u64`.
+    #[error("the total of {layers} layer weights overflows u64")]
+    TotalWeightOverflow {
+        /// Number of layers.
+        layers: usize,
+    },
+    /// Exhaustive enumeration refused: too many compositions (use `SeedIter`).
+    #[error("{layers} layers in {stages} stages have {} compositions, more than the exhaustive limit {limit}; use SeedIter",
+        count.map_or_else(|| "more than 2^128".to_string(), |c| c.to_string()))]
+    TooManyCompositions {
+        /// Number of layers.
+        layers: usize,
+        /// Stage count.
+        stages: usize,
+        /// The count, `None` if it overflows `u128`.
+        count: Option<u128>,
+        /// The limit.
+        limit: u128,
+    },
+    /// A synthetic-net request that cannot be met (bad range, zero depth).
+    #[error("synthetic net: {reason}")]
+    InvalidSynth {
+        /// What is wrong.
+        reason: String,
+    },
+}
