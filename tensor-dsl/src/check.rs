@@ -9,6 +9,7 @@
 //! Nothing here is meant to be called by hand; it is public only for the macro.
 
 use crate::infer::{self, Issue};
+use crate::layer::INPUT;
 use crate::{LayerKind, Shape};
 
 /// One layer kind with `Copy` data, buildable in `const` context (the macro's view of a
@@ -60,7 +61,12 @@ pub enum ConstKind {
     /// See [`LayerKind::BatchNorm`].
     BatchNorm,
     /// See [`LayerKind::ResidualAdd`].
-    Add(&'static str),
+    Add {
+        /// The earlier layer (or `input`) whose output is added.
+        from: &'static str,
+        /// Fused ReLU.
+        relu: bool,
+    },
     /// See [`LayerKind::Flatten`].
     Flatten,
     /// See [`LayerKind::Softmax`].
@@ -109,8 +115,9 @@ impl ConstKind {
             },
             ConstKind::Relu => LayerKind::Relu,
             ConstKind::BatchNorm => LayerKind::BatchNorm,
-            ConstKind::Add(from) => LayerKind::ResidualAdd {
+            ConstKind::Add { from, relu } => LayerKind::ResidualAdd {
                 from: from.to_string(),
+                relu,
             },
             ConstKind::Flatten => LayerKind::Flatten,
             ConstKind::Softmax => LayerKind::Softmax,
@@ -247,6 +254,7 @@ pub struct ConstNet<const N: usize> {
     names: [&'static str; N],
     outputs: [Shape; N],
     len: usize,
+    input: Shape,
     current: Shape,
 }
 
@@ -283,6 +291,7 @@ impl<const N: usize> ConstNet<N> {
             names: [""; N],
             outputs: [Shape::new(0, 0, 0); N],
             len: 0,
+            input,
             current: input,
         }
     }
@@ -303,6 +312,17 @@ impl<const N: usize> ConstNet<N> {
         None
     }
 
+    /// The output shape of `name`: `input` (the net input) or an earlier layer.
+    const fn source(&self, name: &str) -> Option<Shape> {
+        if same_str(name, INPUT) {
+            return Some(self.input);
+        }
+        match self.find(name) {
+            Some(j) => Some(self.outputs[j]),
+            None => None,
+        }
+    }
+
     const fn head(&self, name: &str) -> Msg {
         Msg::new()
             .s("net!: layer `")
@@ -312,17 +332,40 @@ impl<const N: usize> ConstNet<N> {
             .s("`: ")
     }
 
-    /// Checks one layer and appends it; panics with a message naming the layer on a problem.
-    pub const fn push(mut self, name: &'static str, kind: ConstKind) -> Self {
+    /// Checks one layer, reading the previous layer's output or, with `from`, the output
+    /// of the earlier layer (or `input`) so named, and appends it; panics with a message
+    /// naming the layer on a problem.
+    pub const fn push(
+        mut self,
+        name: &'static str,
+        kind: ConstKind,
+        from: Option<&'static str>,
+    ) -> Self {
         if self.len >= N {
             self.head(name)
                 .s("more layers than counted (macro bug)")
                 .panic()
         }
+        if same_str(name, INPUT) {
+            self.head(name)
+                .s("the name `input` is reserved for the net input")
+                .panic()
+        }
         if self.find(name).is_some() {
             self.head(name).s("the name is used twice").panic()
         }
-        let input = self.current;
+        let input = match from {
+            None => self.current,
+            Some(from) => match self.source(from) {
+                Some(shape) => shape,
+                None => self
+                    .head(name)
+                    .s("input source `")
+                    .s(from)
+                    .s("` is not an earlier layer (nor `input`)")
+                    .panic(),
+            },
+        };
         let (result, kernel, padding) = match kind {
             ConstKind::Conv {
                 out,
@@ -350,15 +393,14 @@ impl<const N: usize> ConstNet<N> {
             ConstKind::Relu | ConstKind::BatchNorm | ConstKind::Softmax => {
                 (infer::elementwise(input), (1, 1), (0, 0))
             }
-            ConstKind::Add(from) => {
-                let Some(j) = self.find(from) else {
+            ConstKind::Add { from, .. } => {
+                let Some(other) = self.source(from) else {
                     self.head(name)
                         .s("residual source `")
                         .s(from)
-                        .s("` is not an earlier layer")
+                        .s("` is not an earlier layer (nor `input`)")
                         .panic()
                 };
-                let other = self.outputs[j];
                 if !other.same_as(&input) {
                     self.head(name)
                         .s("residual add of input ")

@@ -96,13 +96,30 @@ pub enum DslError {
         /// That layer's output shape.
         from_shape: Shape,
     },
-    /// A residual add naming a layer that is not declared before it.
-    #[error("layer `{layer}`: residual source `{from}` is not an earlier layer")]
+    /// A residual add naming a layer that is not declared before it (nor `input`).
+    #[error("layer `{layer}`: residual source `{from}` is not an earlier layer (nor `input`)")]
     UnknownResidualSource {
         /// The residual-add layer.
         layer: String,
         /// The name it refers to.
         from: String,
+    },
+    /// A layer whose input source (`from`) is not an earlier layer (nor `input`, the net
+    /// input).
+    #[error("layer `{layer}`: input source `{from}` is not an earlier layer (nor `input`)")]
+    UnknownSource {
+        /// The layer declared with `from`.
+        layer: String,
+        /// The name it reads from.
+        from: String,
+    },
+    /// A layer named `input`, the name reserved for the net input as a source.
+    #[error("net `{net}`: layer #{index} is named `input`, which is reserved for the net input")]
+    ReservedName {
+        /// The net.
+        net: String,
+        /// The layer's index (0-based).
+        index: usize,
     },
     /// A shape or weight does not fit in `usize`/`u64`.
     #[error("layer `{layer}`: output shape or weight overflows (input {input})")]

@@ -29,15 +29,45 @@
 //! # Ok::<(), taopipe_dsl::DslError>(())
 //! ```
 //!
-//! # Layers and how they are counted
+//! # Layers, sources and pipeline units
 //!
-//! A net is a chain: every declared layer is one pipeline unit (one moldable task in the
-//! runtime), and a *composition* (layers per stage) counts declared layers. ReLU is a flag
-//! fused into `conv`/`fc` (`conv(64, 3x3, pad 1) relu`), so it adds no layer; `fc`
-//! flattens its input implicitly, so no `flatten` is needed before it. VGG16 is then 21
-//! layers, as the paper counts it: 13 conv (+ReLU), 5 max-pool, 3 FC. A trailing softmax
-//! is not part of that count: it does not change the arg-max, so the zoo ends VGG16 with
-//! `fc8` (logits); declaring `prob: softmax` is allowed and adds a 22nd layer.
+//! A net is a list of named layers. Each layer reads the previous layer's output (the net
+//! input for the first), unless it is declared with a source: `from NAME` in [`net!`], or
+//! [`NetSpecBuilder::layer_from`], makes it read the output of the earlier layer `NAME`, or
+//! the net input when `NAME` is `input` ([`INPUT`], a reserved name: no layer may be
+//! called `input`). That is how a branch such as ResNet's downsample shortcut is declared;
+//! [`Layer::source`] gives the resolved [`Source`]. `add(NAME)` adds the output of an
+//! earlier layer (or of `input`) to the layer's input.
+//!
+//! ReLU is a flag fused into `conv`/`fc`/`add` (`conv(64, 3x3, pad 1) relu`), so it adds
+//! no layer; `fc` flattens its input implicitly, so no `flatten` is needed before it.
+//!
+//! A pipeline is cut only between **units** ([`Unit`], [`NetSpec::units`]), and a
+//! *composition* (units per stage) counts units. **The unit rule:** a new unit starts at
+//! every `Conv2d`, `Fc`, `MaxPool`, `AvgPool` and `GlobalAvgPool` layer whose source is the
+//! previous layer ([`Source::Previous`]); every other layer — `Relu`, `BatchNorm`,
+//! `ResidualAdd`, `Flatten`, `Softmax`, and any layer declared with a `from` (a branch) —
+//! joins the current unit. The first layer always starts a unit. A unit's weight is the sum
+//! of its layers' weights.
+//!
+//! This gives the paper's counts: VGG16 is 21 units (13 conv +ReLU, 5 max-pool, 3 FC),
+//! AlexNet 11 (5 conv, 3 max-pool, 3 FC), ResNet50 52 (conv1 with its bn and relu,
+//! max-pool, 16 bottleneck blocks × 3 convs, global average pooling, FC). In a ResNet
+//! block, declare the downsample conv after `bn3` with `from` the block input:
+//!
+//! ```text
+//! layer1_0_conv3:        conv(256, 1x1),
+//! layer1_0_bn3:          batchnorm,
+//! layer1_0_downsample_0: conv(256, 1x1) from maxpool,
+//! layer1_0_downsample_1: batchnorm,
+//! layer1_0_add:          add(layer1_0_bn3) relu,
+//! ```
+//!
+//! so that the block's third unit holds conv3, bn3, the downsample conv and bn, and the
+//! add. Edges may cross unit boundaries (the shortcut spans the block's 3 units);
+//! [`NetSpec::live_across`] lists the tensors a stage boundary must forward. A trailing
+//! softmax joins the last unit; the zoo ends VGG16 with `fc8` (logits) anyway, since
+//! softmax does not change the arg-max.
 //!
 //! # Compile-time hints (layer weights)
 //!
@@ -46,7 +76,7 @@
 //! | `Conv2d` | Eq. 1, `Ho·Wo·C·R·S·K`: **output** height and width, input channels `C`, kernel `R×S`, output channels `K` |
 //! | `Fc` | Eq. 2, `H·W·C·F`: the (implicitly flattened) input times the output features |
 //! | `MaxPool`, `AvgPool`, `GlobalAvgPool` | the input size `H·W·C` (paper §2.1) |
-//! | `Relu`, `BatchNorm`, `ResidualAdd`, `Softmax` | the element count `H·W·C` (one operation per element) |
+//! | `Relu`, `BatchNorm`, `ResidualAdd`, `Softmax` | the element count `H·W·C` (one operation per element; a fused ReLU adds nothing) |
 //! | `Flatten` | 0 (a reshape, no arithmetic) |
 //!
 //! The paper reads Eq. 1 with the *input* `H, W`. We use the *output* `Ho, Wo`, because
@@ -58,7 +88,8 @@
 //!
 //! # Seeds (Alg. 1)
 //!
-//! [`Seeds`] yields, for each stage count `2..=C`, every layer distribution sorted by the
+//! [`Seeds`] yields, for each stage count `2..=C`, every distribution of the units
+//! ([`Seeds::from_net`] uses [`NetSpec::unit_weights`]) sorted by the
 //! CV of its stage weights ([`cv`], population σ/μ), ties broken by the lexicographic
 //! order of the composition; see [`SeedIter`] for how this is done lazily (best-first
 //! search with an exact cost-to-go) so that nets too big to enumerate, such as ResNet50 on
@@ -86,10 +117,10 @@ mod synth;
 
 pub use cv::{cv, stage_weights};
 pub use error::DslError;
-pub use layer::{Layer, LayerKind};
+pub use layer::{INPUT, Layer, LayerKind, Source};
 pub use seeds::{EXHAUSTIVE_LIMIT, Seed, SeedIter, Seeds, composition_count, exhaustive_sorted};
 pub use shape::Shape;
-pub use spec::{NetSpec, NetSpecBuilder};
+pub use spec::{NetSpec, NetSpecBuilder, Unit};
 pub use synth::{
     SYNTH_UNIT, SYNTH1, SYNTH2, SYNTH3, SplitMix64, WeightDistribution, conv_net_with_weights,
     random_net, random_weights, synth1, synth2, synth3,

@@ -2,7 +2,7 @@
 
 /// Declares a net: `name [C, H, W] => layer, layer, …` → `Result<NetSpec, DslError>`.
 ///
-/// Each layer is `name: kind(args) [relu]`:
+/// Each layer is `name: kind(args) [relu] [from SOURCE]`:
 ///
 /// | kind | arguments | example |
 /// |---|---|---|
@@ -11,16 +11,44 @@
 /// | `gap` | — (global average pooling) | `avg: gap` |
 /// | `fc` | `out` (flattens implicitly) | `fc6: fc(4096) relu` |
 /// | `relu`, `batchnorm`, `flatten`, `softmax` | — | `bn1: batchnorm` |
-/// | `add` | `from` (an earlier layer) | `res1: add(pool1)` |
+/// | `add` | the earlier layer (or `input`) whose output is added | `res1: add(pool1) relu` |
 ///
 /// Sizes are `N` (square) or `NxM` (height × width): `3x3`, `1x7`, `stride 2`, `pad 1`.
-/// A trailing `relu` fuses the activation into a `conv` or `fc` (it is not a layer).
+/// A trailing `relu` fuses the activation into a `conv`, `fc` or `add` (it is not a layer).
+///
+/// **Sources.** A layer reads the previous layer's output (the net input for the first).
+/// A trailing `from SOURCE` (after the kind and the optional `relu`) makes it read the
+/// output of the earlier layer `SOURCE` instead, or the net input if `SOURCE` is `input`
+/// (so no layer may be named `input`). A layer with a `from` never starts a pipeline
+/// [`Unit`](crate::Unit). A ResNet bottleneck with its downsample shortcut:
+///
+/// ```
+/// use taopipe_dsl::{net, Source};
+///
+/// let net = net! { block [64, 56, 56] =>
+///     conv1: conv(64, 1x1),
+///     bn1:   batchnorm,
+///     relu1: relu,
+///     conv2: conv(64, 3x3, pad 1),
+///     bn2:   batchnorm,
+///     relu2: relu,
+///     conv3: conv(256, 1x1),
+///     bn3:   batchnorm,
+///     down:  conv(256, 1x1) from input,
+///     down_bn: batchnorm,
+///     add:   add(bn3) relu,
+/// }?;
+/// assert_eq!(net.layer("down").map(|l| l.source()), Some(Source::Input));
+/// assert_eq!(net.units().len(), 3); // conv1.., conv2.., conv3..add
+/// # Ok::<(), taopipe_dsl::DslError>(())
+/// ```
 ///
 /// **Compile-time checks.** When the input shape is three integer literals
 /// (`[3, 224, 224]`), the macro also expands to an inline `const { … }` block that infers
 /// every shape with the crate's `const fn`s; a layer that does not fit (kernel larger than
-/// its padded input, residual add of different shapes or of an unknown layer, a zero size,
-/// a repeated name) is then a compile error (E0080) naming the net, the layer and the
+/// its padded input, residual add of different shapes or of an unknown layer, a `from`
+/// naming an unknown or later layer, a zero size, a repeated name, a layer named `input`)
+/// is then a compile error (E0080) naming the net, the layer and the
 /// shapes. Like every post-monomorphisation const error it is reported by `cargo build` /
 /// `cargo test`, not always by `cargo check`. With an input given as expressions
 /// (`name [c, h, w] =>` where any of them is not a literal) the shapes are checked at run
@@ -75,11 +103,40 @@
 ///     c1: conv(16, 3x3) relu,    // 3x3 on 2x2
 /// };
 /// ```
+///
+/// Nor does a `from` naming a layer that is not declared before it:
+///
+/// ```compile_fail,E0080
+/// let net = taopipe_dsl::net! { bad [3, 8, 8] =>
+///     c1: conv(16, 3x3) relu,
+///     c2: conv(16, 3x3) from c3, // c3 comes later
+///     c3: conv(16, 1x1),
+/// };
+/// ```
+///
+/// Nor a shape mismatch that a `from` causes downstream:
+///
+/// ```compile_fail,E0080
+/// let net = taopipe_dsl::net! { bad [3, 8, 8] =>
+///     c1: conv(16, 3x3) relu,          // 16x6x6
+///     c2: conv(16, 3x3) relu,          // 16x4x4
+///     c3: conv(16, 1x1) from c1,       // 16x6x6
+///     skip: add(c2),                   // 16x6x6 + 16x4x4
+/// };
+/// ```
+///
+/// Nor a layer named `input` (the reserved source name):
+///
+/// ```compile_fail,E0080
+/// let net = taopipe_dsl::net! { bad [3, 8, 8] =>
+///     input: conv(16, 3x3) relu,
+/// };
+/// ```
 #[macro_export]
 macro_rules! net {
     (
         $net:ident [$c:literal, $h:literal, $w:literal] =>
-        $( $name:ident : $kind:ident $( ( $($args:tt)* ) )? $($act:ident)? ),+ $(,)?
+        $( $name:ident : $kind:ident $( ( $($args:tt)* ) )? $($mods:ident)* ),+ $(,)?
     ) => {{
         const {
             let net = $crate::__private::ConstNet::<
@@ -88,18 +145,19 @@ macro_rules! net {
             $(
                 let net = net.push(
                     ::core::stringify!($name),
-                    $crate::__net_kind!($kind $( ( $($args)* ) )? $($act)?),
+                    $crate::__net_kind!($kind $( ( $($args)* ) )? $($mods)*),
+                    $crate::__net_from!($($mods)*),
                 );
             )+
             let _ = net.output();
         };
-        $crate::__net_build!($net, ($c, $h, $w); $( $name : $kind $( ( $($args)* ) )? $($act)? ),+)
+        $crate::__net_build!($net, ($c, $h, $w); $( $name : $kind $( ( $($args)* ) )? $($mods)* ),+)
     }};
     (
         $net:ident [$c:expr, $h:expr, $w:expr] =>
-        $( $name:ident : $kind:ident $( ( $($args:tt)* ) )? $($act:ident)? ),+ $(,)?
+        $( $name:ident : $kind:ident $( ( $($args:tt)* ) )? $($mods:ident)* ),+ $(,)?
     ) => {{
-        $crate::__net_build!($net, ($c, $h, $w); $( $name : $kind $( ( $($args)* ) )? $($act)? ),+)
+        $crate::__net_build!($net, ($c, $h, $w); $( $name : $kind $( ( $($args)* ) )? $($mods)* ),+)
     }};
 }
 
@@ -109,19 +167,22 @@ macro_rules! net {
 macro_rules! __net_build {
     (
         $net:ident, ($c:expr, $h:expr, $w:expr);
-        $( $name:ident : $kind:ident $( ( $($args:tt)* ) )? $($act:ident)? ),+
+        $( $name:ident : $kind:ident $( ( $($args:tt)* ) )? $($mods:ident)* ),+
     ) => {{
         let builder = $crate::NetSpec::builder(
             ::core::stringify!($net),
             $crate::Shape::new($c, $h, $w),
         );
         $(
-            let builder = builder.layer(
-                ::core::stringify!($name),
-                $crate::__private::ConstKind::to_kind(
-                    const { $crate::__net_kind!($kind $( ( $($args)* ) )? $($act)?) },
-                ),
+            let kind = $crate::__private::ConstKind::to_kind(
+                const { $crate::__net_kind!($kind $( ( $($args)* ) )? $($mods)*) },
             );
+            let builder = match $crate::__net_from!($($mods)*) {
+                ::core::option::Option::Some(from) => {
+                    builder.layer_from(::core::stringify!($name), kind, from)
+                }
+                ::core::option::Option::None => builder.layer(::core::stringify!($name), kind),
+            };
         )+
         builder.build()
     }};
@@ -148,60 +209,64 @@ macro_rules! __net_dims {
     };
 }
 
-/// One layer's `kind(args) [relu]` → a `ConstKind` expression (usable in `const`).
+/// One layer's `kind(args) [relu] [from SOURCE]` → a `ConstKind` expression (usable in
+/// `const`; the source is read by `__net_from!`).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __net_kind {
-    (conv ($out:literal, $k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(,)?) $($relu:ident)?) => {
+    (conv ($out:literal, $k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(,)?) $($mods:ident)*) => {
         $crate::__private::ConstKind::Conv {
             out: $out,
             kernel: $crate::__private::dims(::core::stringify!($k)),
             stride: $crate::__net_dims!($($s)?; (1, 1)),
             padding: $crate::__net_dims!($($p)?; (0, 0)),
-            relu: $crate::__net_relu!($($relu)?),
+            relu: $crate::__net_relu!($($mods)*),
         }
     };
-    (maxpool ($k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(,)?)) => {
+    (maxpool ($k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(,)?) $(from $src:ident)?) => {
         $crate::__private::ConstKind::MaxPool {
             kernel: $crate::__private::dims(::core::stringify!($k)),
             stride: $crate::__net_dims!($($s)?; $crate::__private::dims(::core::stringify!($k))),
             padding: $crate::__net_dims!($($p)?; (0, 0)),
         }
     };
-    (avgpool ($k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(,)?)) => {
+    (avgpool ($k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(,)?) $(from $src:ident)?) => {
         $crate::__private::ConstKind::AvgPool {
             kernel: $crate::__private::dims(::core::stringify!($k)),
             stride: $crate::__net_dims!($($s)?; $crate::__private::dims(::core::stringify!($k))),
             padding: $crate::__net_dims!($($p)?; (0, 0)),
         }
     };
-    (gap) => {
+    (gap $(from $src:ident)?) => {
         $crate::__private::ConstKind::GlobalAvgPool
     };
-    (fc ($out:literal $(,)?) $($relu:ident)?) => {
+    (fc ($out:literal $(,)?) $($mods:ident)*) => {
         $crate::__private::ConstKind::Fc {
             out: $out,
-            relu: $crate::__net_relu!($($relu)?),
+            relu: $crate::__net_relu!($($mods)*),
         }
     };
-    (relu) => {
+    (relu $(from $src:ident)?) => {
         $crate::__private::ConstKind::Relu
     };
-    (batchnorm) => {
+    (batchnorm $(from $src:ident)?) => {
         $crate::__private::ConstKind::BatchNorm
     };
-    (flatten) => {
+    (flatten $(from $src:ident)?) => {
         $crate::__private::ConstKind::Flatten
     };
-    (softmax) => {
+    (softmax $(from $src:ident)?) => {
         $crate::__private::ConstKind::Softmax
     };
-    (add ($from:ident)) => {
-        $crate::__private::ConstKind::Add(::core::stringify!($from))
+    (add ($from:ident) $($mods:ident)*) => {
+        $crate::__private::ConstKind::Add {
+            from: ::core::stringify!($from),
+            relu: $crate::__net_relu!($($mods)*),
+        }
     };
 }
 
-/// The fused-activation flag: only `relu` is accepted.
+/// The fused-activation flag of `[relu] [from SOURCE]`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __net_relu {
@@ -210,5 +275,43 @@ macro_rules! __net_relu {
     };
     (relu) => {
         true
+    };
+    (from $src:ident) => {
+        false
+    };
+    (relu from $src:ident) => {
+        true
+    };
+    ($($other:tt)*) => {
+        ::core::compile_error!(::core::concat!(
+            "net!: after a layer's kind, expected `relu` and/or `from NAME`, found `",
+            ::core::stringify!($($other)*),
+            "`"
+        ))
+    };
+}
+
+/// The source of `[relu] [from SOURCE]`: `None` (the previous layer) or `Some("SOURCE")`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __net_from {
+    () => {
+        ::core::option::Option::<&'static str>::None
+    };
+    (relu) => {
+        ::core::option::Option::<&'static str>::None
+    };
+    (from $src:ident) => {
+        ::core::option::Option::<&'static str>::Some(::core::stringify!($src))
+    };
+    (relu from $src:ident) => {
+        ::core::option::Option::<&'static str>::Some(::core::stringify!($src))
+    };
+    ($($other:tt)*) => {
+        ::core::compile_error!(::core::concat!(
+            "net!: after a layer's kind, expected `relu` and/or `from NAME`, found `",
+            ::core::stringify!($($other)*),
+            "`"
+        ))
     };
 }

@@ -363,6 +363,9 @@ impl Iterator for SeedIter {
 /// Algorithm 1: for every stage count `2..=C` (`C` clamped to the layer count), the
 /// layer distributions sorted by CV — produced lazily.
 ///
+/// Here (as in the paper) a "layer" is one entry of the weight list; for a net, built with
+/// [`Seeds::from_net`], that is one pipeline [unit](crate::Unit).
+///
 /// # Examples
 ///
 /// ```
@@ -399,13 +402,15 @@ impl Seeds {
         })
     }
 
-    /// Seeds of a net's layer weights.
+    /// Seeds of a net's pipeline units: the weights are [`NetSpec::unit_weights`], so a
+    /// composition counts [units](crate::Unit), not layers (a pipeline is never cut
+    /// inside a unit).
     ///
     /// # Errors
     ///
     /// As [`Seeds::new`].
     pub fn from_net(net: &NetSpec, max_stages: usize) -> Result<Self, DslError> {
-        Seeds::new(&net.weights(), max_stages)
+        Seeds::new(&net.unit_weights(), max_stages)
     }
 
     /// The layer weights.

@@ -49,6 +49,15 @@ fn vgg16_shapes_and_count() -> Result<(), DslError> {
     );
     assert!(!net.layers()[20].kind().fused_relu());
     assert_eq!(net.output(), Shape::new(1000, 1, 1));
+    // every layer is a unit of its own: 21 units, as the paper counts VGG16
+    assert_eq!(net.units().len(), 21);
+    assert!(
+        net.units()
+            .iter()
+            .enumerate()
+            .all(|(i, u)| u.layers() == (i..i + 1))
+    );
+    assert_eq!(net.unit_weights(), net.weights());
     let shape = |n: &str| net.layer(n).map(|l| l.output());
     assert_eq!(shape("conv1_2"), Some(Shape::new(64, 224, 224)));
     assert_eq!(shape("pool1"), Some(Shape::new(64, 112, 112)));
@@ -152,6 +161,10 @@ fn macro_and_builder_agree() -> Result<(), DslError> {
     let elems = (8 * 16 * 32) as u64;
     assert_eq!(&weights[1..4], &[elems, elems, elems]); // bn, relu, pool: input size
     assert_eq!(weights[5], 8 * 8 * 16); // residual add: element count
+    // units: c1 (+bn, relu) | p | c2 (+add) | g (+flatten) | fc (+softmax)
+    let ranges: Vec<_> = by_macro.units().iter().map(|u| u.layers()).collect();
+    assert_eq!(ranges, vec![0..3, 3..4, 4..6, 6..8, 8..10]);
+    assert_eq!(by_macro.unit_weights()[0], weights[..3].iter().sum::<u64>());
     assert_eq!(weights[7], 0); // flatten
     assert_eq!(weights[8], 8 * 10); // fc after flatten: 8x1x1 · 10
     assert_eq!(weights[9], 10); // softmax
@@ -295,7 +308,7 @@ fn builder_errors_name_the_layer() {
 fn display_is_a_table() -> Result<(), DslError> {
     let net = vgg16()?;
     let text = net.to_string();
-    assert!(text.starts_with("net `vgg16`: input 3x224x224, 21 layers"));
+    assert!(text.starts_with("net `vgg16`: input 3x224x224, 21 layers, 21 units"));
     let row = text
         .lines()
         .find(|l| l.contains("conv1_1"))
@@ -303,6 +316,12 @@ fn display_is_a_table() -> Result<(), DslError> {
     assert!(row.contains("conv 64 3x3 s1 p1 +relu"), "{row}");
     assert!(row.contains("3x224x224 -> 64x224x224"), "{row}");
     assert!(row.trim_end().ends_with("86704128"), "{row}");
+    let fc8 = text.lines().find(|l| l.contains("fc8")).unwrap_or_default();
+    assert_eq!(
+        fc8.split_whitespace().take(3).collect::<Vec<_>>(),
+        ["20", "20", "fc8"],
+        "# and unit columns: {fc8}"
+    );
     assert_eq!(text.lines().count(), 23);
     Ok(())
 }
