@@ -1,3 +1,62 @@
 //! CNN kernels as moldable layers of taopipe-runtime, and the model zoo.
 //!
-//! This crate is still empty: its issue has not landed yet. See `../shared/DESIGN.md`.
+//! Every layer implements [`Kernel`]: its output is cut into a fixed list of contiguous
+//! *chunks* chosen from the layer's shape only, so rank `r` of a gang of `w` workers
+//! computes chunks `split_range(chunks, r, w)` and the result is bit-identical for every
+//! width. Kernels are pure functions on slices and never start threads; parallelism comes
+//! from the runtime that calls them.
+//!
+//! ```
+//! use taopipe_nets::{Conv2d, Conv2dParams, Kernel, Scratch, Shape};
+//! let input = Shape::new(3, 8, 8);
+//! let p = Conv2dParams::new(3, 16, 3, 1, 1).with_relu(true);
+//! let conv = Conv2d::new(p, input, vec![0.1; p.weight_len()], None)?;
+//! let x = vec![1.0; input.len()];
+//! // Two "ranks", each computing its own chunks into its own part of the output.
+//! let mut out = vec![0.0; conv.out_shape().len()];
+//! let mut scratch = Scratch::new();
+//! for rank in 0..2 {
+//!     let chunks = conv.rank_chunks(rank, 2);
+//!     let range = conv.output_range(chunks.clone());
+//!     conv.compute_chunks(&[&x], chunks, &mut out[range], &mut scratch);
+//! }
+//! assert_eq!(out, conv.forward(&[&x], &mut scratch));
+//! # Ok::<(), taopipe_nets::KernelError>(())
+//! ```
+#![deny(missing_docs)]
+// Tests may unwrap (the workspace warns on `unwrap_used` for library code).
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod batchnorm;
+pub mod conv;
+pub mod elementwise;
+mod error;
+pub mod fc;
+pub mod gap;
+pub mod gemm;
+pub mod kernel;
+pub mod model;
+#[cfg(test)]
+mod naive;
+pub mod pool;
+mod reduce;
+pub mod softmax;
+pub mod tensor;
+#[cfg(test)]
+mod test_util;
+pub mod weights;
+pub mod zoo;
+
+pub use crate::batchnorm::{BatchNorm, fold_batchnorm};
+pub use crate::conv::{Conv2d, Conv2dParams, ConvAlgo};
+pub use crate::elementwise::{Add, Affine, Relu};
+pub use crate::error::KernelError;
+pub use crate::fc::Linear;
+pub use crate::gap::GlobalAvgPool;
+pub use crate::gemm::GemmImpl;
+pub use crate::kernel::{Kernel, Scratch, TARGET_CHUNKS};
+pub use crate::model::{Frame, Model, ModelError, torch_name};
+pub use crate::pool::{Pool2d, PoolKind, PoolParams};
+pub use crate::softmax::Softmax;
+pub use crate::tensor::{Shape, Tensor};
+pub use crate::weights::{Init, RandomWeights, SafetensorsFile, WeightError, Weights};

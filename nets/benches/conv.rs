@@ -1,0 +1,41 @@
+//! Criterion group `conv/`: every VGG16 conv layer and every distinct ResNet50 conv shape,
+//! at gang width 1 and 2 on the taopipe runtime, with the default algorithm and GEMM.
+
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use taopipe_nets::{Conv2d, Kernel};
+use taopipe_runtime::Runtime;
+
+use crate::gang::Gang;
+use crate::shapes::{self, ConvLayer};
+
+/// A conv for `layer` with deterministic pseudo-random weights, and an input.
+pub(crate) fn build(layer: &ConvLayer) -> (Conv2d, Vec<f32>) {
+    let p = layer.params;
+    let val = |i: usize| ((i.wrapping_mul(2_654_435_761) >> 7) % 2001) as f32 / 1000.0 - 1.0;
+    let w: Vec<f32> = (0..p.weight_len()).map(|i| val(i) * 0.05).collect();
+    let b: Vec<f32> = (0..p.out_channels).map(|i| val(i + 7) * 0.1).collect();
+    let x: Vec<f32> = (0..layer.input.len()).map(|i| val(i + 13)).collect();
+    (
+        Conv2d::new(p, layer.input, w, Some(b)).expect("table shapes are valid"),
+        x,
+    )
+}
+
+pub(crate) fn bench(c: &mut Criterion) {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let mut g = c.benchmark_group("conv");
+    for layer in shapes::all() {
+        let (conv, x) = build(layer);
+        g.throughput(Throughput::Elements(conv.flops()));
+        let conv: Arc<dyn Kernel> = Arc::new(conv);
+        for width in [1, 2] {
+            let gang = Gang::new(conv.clone(), vec![x.clone()], width);
+            g.bench_function(BenchmarkId::new(format!("w{width}"), layer.name), |b| {
+                b.iter(|| gang.run(&rt))
+            });
+        }
+    }
+    g.finish();
+}

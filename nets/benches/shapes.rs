@@ -1,0 +1,76 @@
+//! Named shape tables: the real conv layers of VGG16 and the distinct conv shapes of
+//! ResNet50 (torchvision v1.5: the stride sits on the 3×3 conv), batch 1, 224×224 input.
+
+use taopipe_nets::{Conv2dParams, Shape};
+
+/// A named conv layer.
+pub(crate) struct ConvLayer {
+    pub(crate) name: &'static str,
+    pub(crate) params: Conv2dParams,
+    pub(crate) input: Shape,
+}
+
+const fn layer(
+    name: &'static str,
+    c: usize,
+    k: usize,
+    kernel: usize,
+    stride: usize,
+    pad: usize,
+    hw: usize,
+) -> ConvLayer {
+    ConvLayer {
+        name,
+        params: Conv2dParams::new(c, k, kernel, stride, pad).with_relu(true),
+        input: Shape::new(c, hw, hw),
+    }
+}
+
+/// The 13 conv layers of VGG16 (3×3, stride 1, padding 1, ReLU).
+pub(crate) const VGG16: [ConvLayer; 13] = [
+    layer("vgg.conv1_1", 3, 64, 3, 1, 1, 224),
+    layer("vgg.conv1_2", 64, 64, 3, 1, 1, 224),
+    layer("vgg.conv2_1", 64, 128, 3, 1, 1, 112),
+    layer("vgg.conv2_2", 128, 128, 3, 1, 1, 112),
+    layer("vgg.conv3_1", 128, 256, 3, 1, 1, 56),
+    layer("vgg.conv3_2", 256, 256, 3, 1, 1, 56),
+    layer("vgg.conv3_3", 256, 256, 3, 1, 1, 56),
+    layer("vgg.conv4_1", 256, 512, 3, 1, 1, 28),
+    layer("vgg.conv4_2", 512, 512, 3, 1, 1, 28),
+    layer("vgg.conv4_3", 512, 512, 3, 1, 1, 28),
+    layer("vgg.conv5_1", 512, 512, 3, 1, 1, 14),
+    layer("vgg.conv5_2", 512, 512, 3, 1, 1, 14),
+    layer("vgg.conv5_3", 512, 512, 3, 1, 1, 14),
+];
+
+/// The 23 distinct conv shapes of ResNet50 (BN folded, so every conv has a bias).
+pub(crate) const RESNET50: [ConvLayer; 23] = [
+    layer("rn.conv1", 3, 64, 7, 2, 3, 224),
+    layer("rn.l1.c1.first", 64, 64, 1, 1, 0, 56),
+    layer("rn.l1.c1", 256, 64, 1, 1, 0, 56),
+    layer("rn.l1.c2", 64, 64, 3, 1, 1, 56),
+    layer("rn.l1.c3+ds", 64, 256, 1, 1, 0, 56),
+    layer("rn.l2.c1.first", 256, 128, 1, 1, 0, 56),
+    layer("rn.l2.c2.s2", 128, 128, 3, 2, 1, 56),
+    layer("rn.l2.ds.s2", 256, 512, 1, 2, 0, 56),
+    layer("rn.l2.c1", 512, 128, 1, 1, 0, 28),
+    layer("rn.l2.c2", 128, 128, 3, 1, 1, 28),
+    layer("rn.l2.c3", 128, 512, 1, 1, 0, 28),
+    layer("rn.l3.c1.first", 512, 256, 1, 1, 0, 28),
+    layer("rn.l3.c2.s2", 256, 256, 3, 2, 1, 28),
+    layer("rn.l3.ds.s2", 512, 1024, 1, 2, 0, 28),
+    layer("rn.l3.c1", 1024, 256, 1, 1, 0, 14),
+    layer("rn.l3.c2", 256, 256, 3, 1, 1, 14),
+    layer("rn.l3.c3", 256, 1024, 1, 1, 0, 14),
+    layer("rn.l4.c1.first", 1024, 512, 1, 1, 0, 14),
+    layer("rn.l4.c2.s2", 512, 512, 3, 2, 1, 14),
+    layer("rn.l4.ds.s2", 1024, 2048, 1, 2, 0, 14),
+    layer("rn.l4.c1", 2048, 512, 1, 1, 0, 7),
+    layer("rn.l4.c2", 512, 512, 3, 1, 1, 7),
+    layer("rn.l4.c3", 512, 2048, 1, 1, 0, 7),
+];
+
+/// Every conv layer of both tables.
+pub(crate) fn all() -> impl Iterator<Item = &'static ConvLayer> {
+    VGG16.iter().chain(RESNET50.iter())
+}

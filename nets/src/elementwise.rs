@@ -1,0 +1,241 @@
+//! Elementwise layers: [`Relu`], residual [`Add`] (optionally followed by ReLU), and the
+//! per-channel affine [`Affine`] `y = a[c]·x + b[c]` (batch norm when it is not folded into
+//! a conv; see [`crate::batchnorm`]).
+//!
+//! Chunks: groups of whole channels, at most 32 (`ceil(C / 32)` channels each).
+
+use std::ops::Range;
+
+use crate::batchnorm::BatchNorm;
+use crate::error::KernelError;
+use crate::kernel::{ChannelChunks, Kernel, Scratch, check_io};
+use crate::tensor::Shape;
+
+fn channel_chunks(shape: Shape) -> ChannelChunks {
+    ChannelChunks::new(shape.c, shape.plane(), 1, 1)
+}
+
+/// `y = max(x, 0)`.
+#[derive(Clone, Debug)]
+pub struct Relu {
+    shape: Shape,
+    chunks: ChannelChunks,
+}
+
+impl Relu {
+    /// A ReLU over tensors of `shape`.
+    pub fn new(shape: Shape) -> Relu {
+        Relu {
+            shape,
+            chunks: channel_chunks(shape),
+        }
+    }
+}
+
+impl Kernel for Relu {
+    fn kind(&self) -> &'static str {
+        "relu"
+    }
+    fn in_shape(&self) -> Shape {
+        self.shape
+    }
+    fn out_shape(&self) -> Shape {
+        self.shape
+    }
+    fn flops(&self) -> u64 {
+        self.shape.len() as u64
+    }
+    fn chunks(&self) -> usize {
+        self.chunks.count()
+    }
+    fn chunk_range(&self, chunk: usize) -> Range<usize> {
+        self.chunks.range(chunk)
+    }
+    fn compute_chunk(
+        &self,
+        inputs: &[&[f32]],
+        chunk: usize,
+        out: &mut [f32],
+        _scratch: &mut Scratch,
+    ) {
+        let r = self.chunks.range(chunk);
+        check_io("relu", inputs, 1, self.shape.len(), out.len(), r.len());
+        out.iter_mut()
+            .zip(&inputs[0][r])
+            .for_each(|(o, &x)| *o = x.max(0.0));
+    }
+}
+
+/// Residual add `y = a + b`, then ReLU if `relu` (ResNet's block output). Arity 2.
+#[derive(Clone, Debug)]
+pub struct Add {
+    shape: Shape,
+    relu: bool,
+    chunks: ChannelChunks,
+}
+
+impl Add {
+    /// An add of two tensors of `shape`.
+    pub fn new(shape: Shape, relu: bool) -> Add {
+        Add {
+            shape,
+            relu,
+            chunks: channel_chunks(shape),
+        }
+    }
+
+    /// An add of two inputs whose shapes must agree.
+    ///
+    /// # Errors
+    /// [`KernelError::ShapesDiffer`].
+    pub fn checked(a: Shape, b: Shape, relu: bool) -> Result<Add, KernelError> {
+        if a != b {
+            return Err(KernelError::ShapesDiffer { layer: "add", a, b });
+        }
+        Ok(Add::new(a, relu))
+    }
+}
+
+impl Kernel for Add {
+    fn kind(&self) -> &'static str {
+        "add"
+    }
+    fn arity(&self) -> usize {
+        2
+    }
+    fn in_shape(&self) -> Shape {
+        self.shape
+    }
+    fn out_shape(&self) -> Shape {
+        self.shape
+    }
+    fn flops(&self) -> u64 {
+        self.shape.len() as u64 * if self.relu { 2 } else { 1 }
+    }
+    fn chunks(&self) -> usize {
+        self.chunks.count()
+    }
+    fn chunk_range(&self, chunk: usize) -> Range<usize> {
+        self.chunks.range(chunk)
+    }
+    fn compute_chunk(
+        &self,
+        inputs: &[&[f32]],
+        chunk: usize,
+        out: &mut [f32],
+        _scratch: &mut Scratch,
+    ) {
+        let r = self.chunks.range(chunk);
+        check_io("add", inputs, 2, self.shape.len(), out.len(), r.len());
+        let (a, b) = (&inputs[0][r.clone()], &inputs[1][r]);
+        if self.relu {
+            out.iter_mut()
+                .zip(a.iter().zip(b))
+                .for_each(|(o, (&x, &y))| *o = (x + y).max(0.0));
+        } else {
+            out.iter_mut()
+                .zip(a.iter().zip(b))
+                .for_each(|(o, (&x, &y))| *o = x + y);
+        }
+    }
+}
+
+/// Per-channel affine `y = scale[c]·x + shift[c]`, then ReLU if `relu`.
+#[derive(Clone, Debug)]
+pub struct Affine {
+    shape: Shape,
+    scale: Vec<f32>,
+    shift: Vec<f32>,
+    relu: bool,
+    chunks: ChannelChunks,
+}
+
+impl Affine {
+    /// An affine map with one `scale` and `shift` per channel.
+    ///
+    /// # Errors
+    /// `scale` or `shift` not of length `shape.c`.
+    pub fn new(
+        shape: Shape,
+        scale: Vec<f32>,
+        shift: Vec<f32>,
+        relu: bool,
+    ) -> Result<Affine, KernelError> {
+        for (what, v) in [("affine scale", &scale), ("affine shift", &shift)] {
+            if v.len() != shape.c {
+                return Err(KernelError::BufferLen {
+                    what,
+                    expected: shape.c,
+                    got: v.len(),
+                });
+            }
+        }
+        Ok(Affine {
+            shape,
+            scale,
+            shift,
+            relu,
+            chunks: channel_chunks(shape),
+        })
+    }
+
+    /// Inference-time batch norm as an affine layer (when it is not folded).
+    ///
+    /// # Errors
+    /// As [`BatchNorm::affine`], or a channel mismatch.
+    pub fn from_batchnorm(shape: Shape, bn: &BatchNorm, relu: bool) -> Result<Affine, KernelError> {
+        let (scale, shift) = bn.affine()?;
+        Affine::new(shape, scale, shift, relu)
+    }
+}
+
+impl Kernel for Affine {
+    fn kind(&self) -> &'static str {
+        "affine"
+    }
+    fn in_shape(&self) -> Shape {
+        self.shape
+    }
+    fn out_shape(&self) -> Shape {
+        self.shape
+    }
+    fn flops(&self) -> u64 {
+        2 * self.shape.len() as u64
+    }
+    fn chunks(&self) -> usize {
+        self.chunks.count()
+    }
+    fn chunk_range(&self, chunk: usize) -> Range<usize> {
+        self.chunks.range(chunk)
+    }
+    fn compute_chunk(
+        &self,
+        inputs: &[&[f32]],
+        chunk: usize,
+        out: &mut [f32],
+        _scratch: &mut Scratch,
+    ) {
+        let r = self.chunks.range(chunk);
+        check_io("affine", inputs, 1, self.shape.len(), out.len(), r.len());
+        let plane = self.shape.plane();
+        let channels = self.chunks.channels_of(chunk);
+        let x = &inputs[0][r];
+        for (i, c) in channels.enumerate() {
+            let (a, b) = (self.scale[c], self.shift[c]);
+            let (src, dst) = (
+                &x[i * plane..(i + 1) * plane],
+                &mut out[i * plane..(i + 1) * plane],
+            );
+            if self.relu {
+                dst.iter_mut()
+                    .zip(src)
+                    .for_each(|(o, &v)| *o = (a * v + b).max(0.0));
+            } else {
+                dst.iter_mut().zip(src).for_each(|(o, &v)| *o = a * v + b);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod test;

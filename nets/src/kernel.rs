@@ -1,0 +1,217 @@
+//! The [`Kernel`] trait every layer implements, chunking helpers, and [`Scratch`].
+//!
+//! A layer's output is cut into a fixed list of *chunks* that depends on the layer's shape
+//! only, never on how many workers run it. A chunk is a contiguous range of the flat CHW
+//! output and is always computed by the same code with the same shapes, so every output
+//! element comes from exactly the same float operations whatever the gang width. Rank `r`
+//! of a gang of `w` computes chunks [`Kernel::rank_chunks`]`(r, w)`
+//! (= `split_range(chunks, r, w)`), a contiguous run whose output is the contiguous range
+//! [`Kernel::output_range`].
+
+use std::fmt;
+use std::ops::Range;
+
+use taopipe_runtime::split_range;
+
+use crate::tensor::Shape;
+
+/// How many chunks a layer aims for: enough for a 16-worker gang with two chunks each, so
+/// that a gang of 16 does not lose much to the chunk it cannot split.
+pub const TARGET_CHUNKS: usize = 32;
+
+/// Reusable per-worker scratch memory (im2col tiles, padded inputs, accumulators).
+///
+/// Kernels grow it on demand and never shrink it; give each worker its own.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    buf: Vec<f32>,
+}
+
+impl Scratch {
+    /// An empty scratch.
+    pub fn new() -> Scratch {
+        Scratch::default()
+    }
+
+    /// At least `len` floats (contents unspecified: callers overwrite what they read).
+    pub fn take(&mut self, len: usize) -> &mut [f32] {
+        if self.buf.len() < len {
+            self.buf.resize(len, 0.0);
+        }
+        &mut self.buf[..len]
+    }
+
+    /// Floats currently held.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// A CNN layer as a chunked, pure kernel. Object safe: a model holds `Vec<Box<dyn Kernel>>`.
+///
+/// ```
+/// use taopipe_nets::{Kernel, Relu, Scratch, Shape};
+/// let relu = Relu::new(Shape::new(64, 8, 8));
+/// let x: Vec<f32> = (0..relu.in_shape().len()).map(|i| i as f32 - 2000.0).collect();
+/// let mut out = vec![0.0; relu.out_shape().len()];
+/// let mut scratch = Scratch::new();
+/// // Rank 1 of a gang of 3 computes its own run of chunks into its own part of `out`.
+/// let chunks = relu.rank_chunks(1, 3);
+/// let range = relu.output_range(chunks.clone());
+/// relu.compute_chunks(&[&x], chunks, &mut out[range.clone()], &mut scratch);
+/// assert_eq!(out[range.start], (x[range.start]).max(0.0));
+/// ```
+pub trait Kernel: Send + Sync + fmt::Debug {
+    /// The layer kind ("conv", "maxpool", …).
+    fn kind(&self) -> &'static str;
+
+    /// How many input tensors [`Kernel::compute_chunk`] takes (2 for a residual add).
+    fn arity(&self) -> usize {
+        1
+    }
+
+    /// The input shape the layer was built for.
+    fn in_shape(&self) -> Shape;
+
+    /// The output shape.
+    fn out_shape(&self) -> Shape;
+
+    /// Floating-point operations of one forward pass (multiply-add = 2).
+    fn flops(&self) -> u64;
+
+    /// Number of output chunks (≥ 1), a function of the layer's shape only.
+    fn chunks(&self) -> usize;
+
+    /// The flat output elements chunk `chunk` covers. Chunks are in order, contiguous and
+    /// cover the output exactly.
+    fn chunk_range(&self, chunk: usize) -> Range<usize>;
+
+    /// Computes chunk `chunk`: `inputs` are the whole input tensors (flat CHW, `arity()` of
+    /// them), `out` is exactly `chunk_range(chunk)` of the output.
+    ///
+    /// # Panics
+    /// If `inputs` or `out` have the wrong lengths (a caller bug, not user input).
+    fn compute_chunk(
+        &self,
+        inputs: &[&[f32]],
+        chunk: usize,
+        out: &mut [f32],
+        scratch: &mut Scratch,
+    );
+
+    /// Computes a contiguous run of chunks; `out` is exactly
+    /// [`Kernel::output_range`]`(chunks)`. Layers may override this to share preparation
+    /// (a padded input, an im2col tile) between the chunks of the run; the float
+    /// operations of each chunk stay those of [`Kernel::compute_chunk`].
+    fn compute_chunks(
+        &self,
+        inputs: &[&[f32]],
+        chunks: Range<usize>,
+        out: &mut [f32],
+        scratch: &mut Scratch,
+    ) {
+        let base = self.output_range(chunks.clone()).start;
+        for chunk in chunks {
+            let r = self.chunk_range(chunk);
+            self.compute_chunk(
+                inputs,
+                chunk,
+                &mut out[r.start - base..r.end - base],
+                scratch,
+            );
+        }
+    }
+
+    /// The chunks rank `rank` of a gang of `width` computes.
+    fn rank_chunks(&self, rank: usize, width: usize) -> Range<usize> {
+        split_range(self.chunks(), rank, width)
+    }
+
+    /// The output elements a run of chunks covers (empty run: an empty range).
+    fn output_range(&self, chunks: Range<usize>) -> Range<usize> {
+        if chunks.is_empty() {
+            let at = if chunks.start >= self.chunks() {
+                self.out_shape().len()
+            } else {
+                self.chunk_range(chunks.start).start
+            };
+            return at..at;
+        }
+        self.chunk_range(chunks.start).start..self.chunk_range(chunks.end - 1).end
+    }
+
+    /// The whole output, computed chunk by chunk on this thread.
+    fn forward(&self, inputs: &[&[f32]], scratch: &mut Scratch) -> Vec<f32> {
+        let mut out = vec![0.0; self.out_shape().len()];
+        self.compute_chunks(inputs, 0..self.chunks(), &mut out, scratch);
+        out
+    }
+}
+
+/// Chunks made of whole channels: `per` channels each (the last may have fewer), each
+/// channel `plane` elements. Used by every layer that chunks along channels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChannelChunks {
+    pub(crate) channels: usize,
+    pub(crate) per: usize,
+    pub(crate) plane: usize,
+}
+
+impl ChannelChunks {
+    /// At most [`TARGET_CHUNKS`] chunks of at least `min_per` channels each (rounded up to
+    /// a multiple of `multiple`).
+    pub(crate) fn new(channels: usize, plane: usize, min_per: usize, multiple: usize) -> Self {
+        let channels = channels.max(1);
+        let mut per = channels.div_ceil(TARGET_CHUNKS).max(min_per.max(1));
+        per = per.div_ceil(multiple.max(1)) * multiple.max(1);
+        ChannelChunks {
+            channels,
+            per: per.min(channels),
+            plane,
+        }
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.channels.div_ceil(self.per)
+    }
+
+    /// Channels of chunk `chunk`.
+    pub(crate) fn channels_of(&self, chunk: usize) -> Range<usize> {
+        assert!(
+            chunk < self.count(),
+            "chunk {chunk} out of {}",
+            self.count()
+        );
+        let start = chunk * self.per;
+        start..(start + self.per).min(self.channels)
+    }
+
+    pub(crate) fn range(&self, chunk: usize) -> Range<usize> {
+        let c = self.channels_of(chunk);
+        c.start * self.plane..c.end * self.plane
+    }
+}
+
+/// Checks the inputs and output of a chunk call; panics with a clear message otherwise.
+pub(crate) fn check_io(
+    kind: &str,
+    inputs: &[&[f32]],
+    arity: usize,
+    in_len: usize,
+    out: usize,
+    want: usize,
+) {
+    assert_eq!(inputs.len(), arity, "{kind}: expected {arity} inputs");
+    for (i, x) in inputs.iter().enumerate() {
+        assert_eq!(
+            x.len(),
+            in_len,
+            "{kind}: input {i} has {} elements, expected {in_len}",
+            x.len()
+        );
+    }
+    assert_eq!(
+        out, want,
+        "{kind}: output slice has {out} elements, the chunk has {want}"
+    );
+}

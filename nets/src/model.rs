@@ -1,0 +1,572 @@
+//! A net ready to run: a [`NetSpec`] plus [`Weights`] becomes one kernel per layer, and a
+//! frame becomes a graph of moldable tasks, one per kernel, each computing its rank's
+//! chunks of the layer's output.
+//!
+//! Building a model also does what an inference engine does at load time:
+//! - a `batchnorm` right after a convolution whose raw output nothing else reads is folded
+//!   into the convolution's weights and bias;
+//! - a `relu` right after a convolution or fully connected layer (or after a folded
+//!   batchnorm) whose output nothing else reads is fused into that layer;
+//! - `flatten` is a no-op on a CHW buffer.
+//!
+//! Those layers keep their place in the spec (and in pipeline units) but run no task: they
+//! alias the tensor of the layer they were merged into.
+//!
+//! Parameter names are torchvision's: a layer named `layer1_0_conv1` reads
+//! `layer1.0.conv1.weight` (`_` stands for `.`; torchvision's module names have no
+//! underscores). A convolution has a bias unless a batchnorm follows it — as in
+//! torchvision, where convolutions feeding a batchnorm are built with `bias=False`.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use taopipe_dsl::{Layer, LayerKind, NetSpec, Source};
+use taopipe_runtime::{Place, Runtime, RuntimeError, SharedSlice, Task, TaskGraph, TaskId};
+
+use crate::weights::{Init, WeightError, Weights};
+use crate::{
+    Add, Affine, BatchNorm, Conv2d, Conv2dParams, GlobalAvgPool, Kernel, KernelError, Linear,
+    Pool2d, PoolParams, Relu, Scratch, Shape, Softmax, fold_batchnorm,
+};
+
+/// PyTorch's default batchnorm ε.
+pub const BN_EPS: f32 = 1e-5;
+
+/// Why a model could not be built or run. Every variant names the layer.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// A parameter tensor could not be had.
+    #[error("layer `{layer}`: {source}")]
+    Weight {
+        /// The layer.
+        layer: String,
+        /// What went wrong.
+        #[source]
+        source: WeightError,
+    },
+    /// The kernel refused its parameters.
+    #[error("layer `{layer}`: {source}")]
+    Kernel {
+        /// The layer.
+        layer: String,
+        /// What went wrong.
+        #[source]
+        source: KernelError,
+    },
+    /// The layer uses something the kernels do not implement.
+    #[error("layer `{layer}`: {reason}")]
+    Unsupported {
+        /// The layer.
+        layer: String,
+        /// What is missing.
+        reason: String,
+    },
+    /// The input has the wrong number of values.
+    #[error("net `{net}` takes {expected} input values ({shape}), got {got}")]
+    Input {
+        /// The net.
+        net: String,
+        /// Values it takes.
+        expected: usize,
+        /// Its input shape.
+        shape: String,
+        /// Values given.
+        got: usize,
+    },
+    /// The runtime failed (a task panicked, or it shut down).
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+/// What one layer of the spec does at run time.
+#[derive(Debug)]
+enum Step {
+    /// A kernel reading these (resolved) sources.
+    Run {
+        kernel: Arc<dyn Kernel>,
+        inputs: Vec<Source>,
+    },
+    /// No task: the layer's tensor is this source's tensor (folded, fused, flatten).
+    Alias(Source),
+}
+
+/// A built net: its spec and one step per layer.
+#[derive(Debug)]
+pub struct Model {
+    spec: NetSpec,
+    steps: Vec<Step>,
+}
+
+/// The buffers of one frame: the input and one output per layer (aliases share).
+#[derive(Debug)]
+pub struct Frame {
+    input: Arc<SharedSlice<f32>>,
+    outputs: Vec<Arc<SharedSlice<f32>>>,
+}
+
+impl Frame {
+    /// The last layer's output, copied out.
+    ///
+    /// # Panics
+    /// If a task of the frame is still writing it (call after the frame's graph ran).
+    pub fn output(&self) -> Vec<f32> {
+        let last = self.outputs.last().unwrap_or(&self.input);
+        last.read()
+            .expect("the frame's graph has finished")
+            .to_vec()
+    }
+
+    /// The output of layer `index` (aliases give the tensor they share).
+    pub fn layer_output(&self, index: usize) -> Option<Vec<f32>> {
+        self.outputs
+            .get(index)
+            .map(|b| b.read().expect("the frame's graph has finished").to_vec())
+    }
+
+    fn buffer(&self, source: Source) -> &Arc<SharedSlice<f32>> {
+        match source {
+            Source::Layer(j) => &self.outputs[j],
+            Source::Input | Source::Previous => &self.input,
+        }
+    }
+}
+
+thread_local! {
+    /// Each worker's scratch (im2col tiles), reused across layers and frames.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+}
+
+fn shape(s: taopipe_dsl::Shape) -> Shape {
+    Shape::new(s.c, s.h, s.w)
+}
+
+/// torchvision's parameter name: `layer1_0_conv1` + `weight` → `layer1.0.conv1.weight`.
+pub fn torch_name(layer: &str, param: &str) -> String {
+    format!("{}.{param}", layer.replace('_', "."))
+}
+
+/// How many layers read each layer's output.
+fn reader_counts(spec: &NetSpec) -> Vec<usize> {
+    let mut readers = vec![0; spec.len()];
+    for (i, layer) in spec.layers().iter().enumerate() {
+        let sources = [
+            Some(layer.source().resolve(i)),
+            layer.residual_source().map(|s| s.resolve(i)),
+        ];
+        for source in sources.into_iter().flatten() {
+            if let Source::Layer(j) = source {
+                readers[j] += 1;
+            }
+        }
+    }
+    readers
+}
+
+/// Loads one parameter tensor, naming the layer in errors.
+fn load(
+    weights: &dyn Weights,
+    layer: &Layer,
+    param: &str,
+    shape: &[usize],
+    init: Init,
+) -> Result<Vec<f32>, ModelError> {
+    weights
+        .tensor(&torch_name(layer.name(), param), shape, init)
+        .map_err(|source| ModelError::Weight {
+            layer: layer.name().to_string(),
+            source,
+        })
+}
+
+fn load_batchnorm(
+    weights: &dyn Weights,
+    layer: &Layer,
+    channels: usize,
+) -> Result<BatchNorm, ModelError> {
+    let c = [channels];
+    Ok(BatchNorm {
+        gamma: load(
+            weights,
+            layer,
+            "weight",
+            &c,
+            Init::Between {
+                low: 0.5,
+                high: 1.5,
+            },
+        )?,
+        beta: load(weights, layer, "bias", &c, Init::Uniform { bound: 0.1 })?,
+        mean: load(
+            weights,
+            layer,
+            "running_mean",
+            &c,
+            Init::Uniform { bound: 0.1 },
+        )?,
+        var: load(
+            weights,
+            layer,
+            "running_var",
+            &c,
+            Init::Between {
+                low: 0.5,
+                high: 1.5,
+            },
+        )?,
+        eps: BN_EPS,
+    })
+}
+
+fn square(layer: &Layer, what: &str, (a, b): (usize, usize)) -> Result<usize, ModelError> {
+    if a == b {
+        Ok(a)
+    } else {
+        Err(ModelError::Unsupported {
+            layer: layer.name().to_string(),
+            reason: format!("{what} {a}x{b}: the kernels take the same {what} on both axes"),
+        })
+    }
+}
+
+impl Model {
+    /// Builds every kernel, loading parameters by torchvision name.
+    ///
+    /// # Errors
+    /// A missing or mis-shaped tensor, or a layer the kernels do not implement, named.
+    pub fn build(spec: NetSpec, weights: &dyn Weights) -> Result<Model, ModelError> {
+        let readers = reader_counts(&spec);
+        let layers = spec.layers();
+        let mut steps: Vec<Step> = Vec::with_capacity(layers.len());
+        let mut i = 0;
+        while i < layers.len() {
+            let layer = &layers[i];
+            let source = resolve(&steps, layer.source().resolve(i));
+            // Layers this one absorbs: a batchnorm, then a relu, that read it alone.
+            let absorbs = |j: usize, kind: fn(&LayerKind) -> bool| {
+                layers.get(j + 1).is_some_and(|next| {
+                    kind(next.kind()) && next.source() == Source::Previous && readers[j] == 1
+                })
+            };
+            let kernel: Arc<dyn Kernel> = match layer.kind() {
+                LayerKind::Conv2d {
+                    out_channels,
+                    kernel,
+                    stride,
+                    padding,
+                    relu,
+                } => {
+                    let bn = absorbs(i, |k| matches!(k, LayerKind::BatchNorm)).then_some(i + 1);
+                    let last = bn.unwrap_or(i);
+                    let fuse_relu = !*relu && absorbs(last, |k| matches!(k, LayerKind::Relu));
+                    let conv = build_conv(
+                        weights,
+                        layer,
+                        *out_channels,
+                        *kernel,
+                        *stride,
+                        *padding,
+                        *relu || fuse_relu,
+                        bn.map(|b| &layers[b]),
+                    )?;
+                    steps.push(Step::Run {
+                        kernel: Arc::new(conv),
+                        inputs: vec![source],
+                    });
+                    let merged = usize::from(bn.is_some()) + usize::from(fuse_relu);
+                    steps.extend((0..merged).map(|_| Step::Alias(Source::Layer(i))));
+                    i += 1 + merged;
+                    continue;
+                }
+                LayerKind::Fc { out_features, relu } => {
+                    let fuse_relu = !*relu && absorbs(i, |k| matches!(k, LayerKind::Relu));
+                    let n_in = layer.input().elements().unwrap_or(0) as usize;
+                    let w = load(
+                        weights,
+                        layer,
+                        "weight",
+                        &[*out_features, n_in],
+                        Init::He { fan_in: n_in },
+                    )?;
+                    let bound = 1.0 / (n_in.max(1) as f32).sqrt();
+                    let b = load(
+                        weights,
+                        layer,
+                        "bias",
+                        &[*out_features],
+                        Init::Uniform { bound },
+                    )?;
+                    let fc = Linear::new(
+                        shape(layer.input()),
+                        *out_features,
+                        w,
+                        Some(b),
+                        *relu || fuse_relu,
+                    )
+                    .map_err(kernel_error(layer))?;
+                    steps.push(Step::Run {
+                        kernel: Arc::new(fc),
+                        inputs: vec![source],
+                    });
+                    if fuse_relu {
+                        steps.push(Step::Alias(Source::Layer(i)));
+                        i += 1;
+                    }
+                    i += 1;
+                    continue;
+                }
+                LayerKind::MaxPool {
+                    kernel,
+                    stride,
+                    padding,
+                }
+                | LayerKind::AvgPool {
+                    kernel,
+                    stride,
+                    padding,
+                } => {
+                    let (k, s, p) = (
+                        square(layer, "kernel", *kernel)?,
+                        square(layer, "stride", *stride)?,
+                        square(layer, "padding", *padding)?,
+                    );
+                    let params = if matches!(layer.kind(), LayerKind::MaxPool { .. }) {
+                        PoolParams::max(k, s, p)
+                    } else {
+                        PoolParams::avg(k, s, p)
+                    };
+                    Arc::new(
+                        Pool2d::new(params, shape(layer.input())).map_err(kernel_error(layer))?,
+                    )
+                }
+                LayerKind::GlobalAvgPool => Arc::new(GlobalAvgPool::new(shape(layer.input()))),
+                LayerKind::Relu => Arc::new(Relu::new(shape(layer.input()))),
+                LayerKind::BatchNorm => {
+                    let bn = load_batchnorm(weights, layer, layer.input().c)?;
+                    let (scale, shift) = bn.affine().map_err(kernel_error(layer))?;
+                    Arc::new(
+                        Affine::new(shape(layer.input()), scale, shift, false)
+                            .map_err(kernel_error(layer))?,
+                    )
+                }
+                LayerKind::ResidualAdd { relu, .. } => {
+                    let other = layer
+                        .residual_source()
+                        .map(|s| resolve(&steps, s.resolve(i)))
+                        .unwrap_or(Source::Input);
+                    steps.push(Step::Run {
+                        kernel: Arc::new(Add::new(shape(layer.input()), *relu)),
+                        inputs: vec![source, other],
+                    });
+                    i += 1;
+                    continue;
+                }
+                LayerKind::Flatten => {
+                    steps.push(Step::Alias(source));
+                    i += 1;
+                    continue;
+                }
+                LayerKind::Softmax => Arc::new(Softmax::new(shape(layer.input()))),
+            };
+            steps.push(Step::Run {
+                kernel,
+                inputs: vec![source],
+            });
+            i += 1;
+        }
+        Ok(Model { spec, steps })
+    }
+
+    /// The net this model runs.
+    pub fn spec(&self) -> &NetSpec {
+        &self.spec
+    }
+
+    /// Values of one input frame.
+    pub fn input_len(&self) -> usize {
+        shape(self.spec.input()).len()
+    }
+
+    /// Whether layer `index` runs a task (false for folded, fused and flatten layers).
+    pub fn runs_task(&self, index: usize) -> bool {
+        matches!(self.steps.get(index), Some(Step::Run { .. }))
+    }
+
+    /// Floating-point operations of one frame (multiply-add = 2).
+    pub fn flops(&self) -> u64 {
+        self.steps
+            .iter()
+            .map(|s| {
+                if let Step::Run { kernel, .. } = s {
+                    kernel.flops()
+                } else {
+                    0
+                }
+            })
+            .sum()
+    }
+
+    /// Fresh buffers for one frame holding `input`.
+    ///
+    /// # Errors
+    /// An input of the wrong length.
+    pub fn frame(&self, input: Vec<f32>) -> Result<Frame, ModelError> {
+        if input.len() != self.input_len() {
+            return Err(ModelError::Input {
+                net: self.spec.name().to_string(),
+                expected: self.input_len(),
+                shape: self.spec.input().to_string(),
+                got: input.len(),
+            });
+        }
+        let input = Arc::new(SharedSlice::new(input));
+        let mut outputs: Vec<Arc<SharedSlice<f32>>> = Vec::with_capacity(self.steps.len());
+        for step in &self.steps {
+            let buffer = match step {
+                Step::Run { kernel, .. } => Arc::new(SharedSlice::zeroed(kernel.out_shape().len())),
+                Step::Alias(Source::Layer(j)) => outputs[*j].clone(),
+                Step::Alias(_) => input.clone(),
+            };
+            outputs.push(buffer);
+        }
+        Ok(Frame { input, outputs })
+    }
+
+    /// The task graph of one frame: a moldable task per kernel layer, on `place_of(layer)`,
+    /// with an edge from each producer to each reader. Task types are the kernel kinds
+    /// (`conv`, `fc`, …) and the hint is the layer index, so the trace table keeps one row
+    /// per layer.
+    pub fn graph(&self, frame: &Frame, place_of: impl Fn(usize) -> Place) -> TaskGraph {
+        let mut graph = TaskGraph::with_capacity(self.steps.len(), self.steps.len() * 2);
+        let mut ids: Vec<Option<TaskId>> = Vec::with_capacity(self.steps.len());
+        for (i, step) in self.steps.iter().enumerate() {
+            let Step::Run { kernel, inputs } = step else {
+                ids.push(None);
+                continue;
+            };
+            let sources: Vec<Arc<SharedSlice<f32>>> =
+                inputs.iter().map(|&s| frame.buffer(s).clone()).collect();
+            let task = layer_task(kernel.clone(), sources, frame.outputs[i].clone())
+                .on(place_of(i))
+                .hint(i as u64);
+            let id = graph.add(task);
+            for &source in inputs {
+                if let Source::Layer(j) = source
+                    && let Some(producer) = ids[j]
+                {
+                    graph.make_edge(producer, id);
+                }
+            }
+            ids.push(Some(id));
+        }
+        graph
+    }
+
+    /// Runs one frame with every layer on `place` and returns the last layer's output.
+    ///
+    /// # Errors
+    /// A wrong input length; a task's panic; a place the runtime does not allow.
+    pub fn forward(
+        &self,
+        rt: &Runtime,
+        input: Vec<f32>,
+        place: Place,
+    ) -> Result<Vec<f32>, ModelError> {
+        let frame = self.frame(input)?;
+        rt.run(self.graph(&frame, |_| place))?;
+        Ok(frame.output())
+    }
+}
+
+/// Follows aliases to the step that produces the tensor.
+fn resolve(steps: &[Step], source: Source) -> Source {
+    match source {
+        Source::Layer(j) => match &steps[j] {
+            Step::Alias(s) => resolve(steps, *s),
+            Step::Run { .. } => source,
+        },
+        other => other,
+    }
+}
+
+fn kernel_error(layer: &Layer) -> impl Fn(KernelError) -> ModelError + '_ {
+    move |source| ModelError::Kernel {
+        layer: layer.name().to_string(),
+        source,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_conv(
+    weights: &dyn Weights,
+    layer: &Layer,
+    out_channels: usize,
+    kernel: (usize, usize),
+    stride: (usize, usize),
+    padding: (usize, usize),
+    relu: bool,
+    bn: Option<&Layer>,
+) -> Result<Conv2d, ModelError> {
+    let c = layer.input().c;
+    let fan_in = c * kernel.0 * kernel.1;
+    let w = load(
+        weights,
+        layer,
+        "weight",
+        &[out_channels, c, kernel.0, kernel.1],
+        Init::He { fan_in },
+    )?;
+    let (w, b) = match bn {
+        Some(bn_layer) => {
+            let bn = load_batchnorm(weights, bn_layer, out_channels)?;
+            fold_batchnorm(&w, None, &bn).map_err(kernel_error(bn_layer))?
+        }
+        None => {
+            let bound = 1.0 / (fan_in.max(1) as f32).sqrt();
+            (
+                w,
+                load(
+                    weights,
+                    layer,
+                    "bias",
+                    &[out_channels],
+                    Init::Uniform { bound },
+                )?,
+            )
+        }
+    };
+    let params = Conv2dParams {
+        in_channels: c,
+        out_channels,
+        kernel,
+        stride: square(layer, "stride", stride)?,
+        padding: square(layer, "padding", padding)?,
+        relu,
+    };
+    Conv2d::new(params, shape(layer.input()), w, Some(b)).map_err(kernel_error(layer))
+}
+
+/// The moldable task of one layer: each rank reads the inputs whole and writes its chunks.
+fn layer_task(
+    kernel: Arc<dyn Kernel>,
+    inputs: Vec<Arc<SharedSlice<f32>>>,
+    output: Arc<SharedSlice<f32>>,
+) -> Task {
+    Task::new(kernel.kind(), move |ctx| {
+        let chunks = kernel.rank_chunks(ctx.rank(), ctx.width());
+        if chunks.is_empty() {
+            return;
+        }
+        let guards: Vec<_> = inputs
+            .iter()
+            .map(|b| {
+                b.read()
+                    .expect("inputs are complete: their producers precede this task")
+            })
+            .collect();
+        let views: Vec<&[f32]> = guards.iter().map(|g| &**g).collect();
+        let mut out = output
+            .write(kernel.output_range(chunks.clone()))
+            .expect("ranks write disjoint chunks");
+        SCRATCH.with(|s| kernel.compute_chunks(&views, chunks, &mut out, &mut s.borrow_mut()));
+    })
+}

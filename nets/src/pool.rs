@@ -1,0 +1,204 @@
+//! Max and average pooling over `k×k` windows with stride and zero padding (floor mode).
+//!
+//! Padding semantics: padded positions are *not* values. Max pooling takes the maximum of
+//! the window's in-bounds elements (PyTorch `MaxPool2d`); average pooling divides by the
+//! number of in-bounds elements (PyTorch `AvgPool2d(count_include_pad=False)`; note that
+//! PyTorch's default is `True`). Geometry is validated so that every window holds at least
+//! one in-bounds element (`padding <= kernel / 2`, as PyTorch requires).
+//!
+//! Chunks: groups of channels, at most 32 (`ceil(C / 32)` channels each).
+
+use std::ops::Range;
+
+use crate::error::KernelError;
+use crate::kernel::{ChannelChunks, Kernel, Scratch, check_io};
+use crate::tensor::Shape;
+
+/// Max or average.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    /// Maximum of the in-bounds window elements.
+    Max,
+    /// Mean of the in-bounds window elements (padding excluded).
+    Avg,
+}
+
+/// Pooling hyperparameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PoolParams {
+    /// Max or average.
+    pub kind: PoolKind,
+    /// Window size (square).
+    pub kernel: usize,
+    /// Stride.
+    pub stride: usize,
+    /// Padding on each side.
+    pub padding: usize,
+}
+
+impl PoolParams {
+    /// Max pooling.
+    pub const fn max(kernel: usize, stride: usize, padding: usize) -> PoolParams {
+        PoolParams {
+            kind: PoolKind::Max,
+            kernel,
+            stride,
+            padding,
+        }
+    }
+
+    /// Average pooling (padding excluded from the count).
+    pub const fn avg(kernel: usize, stride: usize, padding: usize) -> PoolParams {
+        PoolParams {
+            kind: PoolKind::Avg,
+            kernel,
+            stride,
+            padding,
+        }
+    }
+
+    /// Output shape: `(H + 2p − k) / s + 1` (floor), likewise for W; channels unchanged.
+    ///
+    /// # Errors
+    /// Zero kernel/stride, `padding > kernel / 2`, or a window larger than the padded input.
+    ///
+    /// ```
+    /// use taopipe_nets::{PoolParams, Shape};
+    /// assert_eq!(PoolParams::max(3, 2, 1).out_shape(Shape::new(64, 112, 112))?, Shape::new(64, 56, 56));
+    /// # Ok::<(), taopipe_nets::KernelError>(())
+    /// ```
+    pub fn out_shape(&self, input: Shape) -> Result<Shape, KernelError> {
+        let geo = |reason: String| KernelError::Geometry {
+            layer: "pool",
+            input,
+            reason,
+        };
+        if self.kernel == 0 || self.stride == 0 || input.len() == 0 {
+            return Err(geo(format!("zero size in {self:?}")));
+        }
+        if self.padding > self.kernel / 2 {
+            return Err(geo(format!(
+                "padding {} > kernel {} / 2",
+                self.padding, self.kernel
+            )));
+        }
+        let (hp, wp) = (input.h + 2 * self.padding, input.w + 2 * self.padding);
+        if hp < self.kernel || wp < self.kernel {
+            return Err(geo(format!(
+                "window {} larger than padded input {hp}×{wp}",
+                self.kernel
+            )));
+        }
+        Ok(Shape::new(
+            input.c,
+            (hp - self.kernel) / self.stride + 1,
+            (wp - self.kernel) / self.stride + 1,
+        ))
+    }
+}
+
+/// A pooling layer bound to its input shape.
+#[derive(Clone, Debug)]
+pub struct Pool2d {
+    params: PoolParams,
+    in_shape: Shape,
+    out_shape: Shape,
+    chunks: ChannelChunks,
+}
+
+impl Pool2d {
+    /// A pooling layer for `in_shape`.
+    ///
+    /// # Errors
+    /// As [`PoolParams::out_shape`].
+    pub fn new(params: PoolParams, in_shape: Shape) -> Result<Pool2d, KernelError> {
+        let out_shape = params.out_shape(in_shape)?;
+        Ok(Pool2d {
+            params,
+            in_shape,
+            out_shape,
+            chunks: ChannelChunks::new(in_shape.c, out_shape.plane(), 1, 1),
+        })
+    }
+
+    /// The hyperparameters.
+    pub fn params(&self) -> &PoolParams {
+        &self.params
+    }
+
+    /// In-bounds input range `[lo, hi)` of output position `o` along an axis of `len`.
+    fn window(&self, o: usize, len: usize) -> (usize, usize) {
+        let start = o * self.params.stride;
+        let lo = start.saturating_sub(self.params.padding);
+        let hi = (start + self.params.kernel)
+            .saturating_sub(self.params.padding)
+            .min(len);
+        (lo, hi)
+    }
+}
+
+impl Kernel for Pool2d {
+    fn kind(&self) -> &'static str {
+        match self.params.kind {
+            PoolKind::Max => "maxpool",
+            PoolKind::Avg => "avgpool",
+        }
+    }
+
+    fn in_shape(&self) -> Shape {
+        self.in_shape
+    }
+
+    fn out_shape(&self) -> Shape {
+        self.out_shape
+    }
+
+    fn flops(&self) -> u64 {
+        (self.out_shape.len() * self.params.kernel * self.params.kernel) as u64
+    }
+
+    fn chunks(&self) -> usize {
+        self.chunks.count()
+    }
+
+    fn chunk_range(&self, chunk: usize) -> Range<usize> {
+        self.chunks.range(chunk)
+    }
+
+    fn compute_chunk(
+        &self,
+        inputs: &[&[f32]],
+        chunk: usize,
+        out: &mut [f32],
+        _scratch: &mut Scratch,
+    ) {
+        let want = self.chunks.range(chunk).len();
+        check_io(self.kind(), inputs, 1, self.in_shape.len(), out.len(), want);
+        let input = inputs[0];
+        let (h, w) = (self.in_shape.h, self.in_shape.w);
+        let (oh, ow) = (self.out_shape.h, self.out_shape.w);
+        let channels = self.chunks.channels_of(chunk);
+        let first = channels.start;
+        for c in channels {
+            let plane = &input[c * h * w..(c + 1) * h * w];
+            let dst = &mut out[(c - first) * oh * ow..(c - first + 1) * oh * ow];
+            for oy in 0..oh {
+                let (y0, y1) = self.window(oy, h);
+                for ox in 0..ow {
+                    let (x0, x1) = self.window(ox, w);
+                    let rows = (y0..y1).map(|y| &plane[y * w + x0..y * w + x1]);
+                    dst[oy * ow + ox] = match self.params.kind {
+                        PoolKind::Max => rows.flatten().fold(f32::NEG_INFINITY, |m, &v| m.max(v)),
+                        PoolKind::Avg => {
+                            let s: f32 = rows.flatten().sum();
+                            s / ((y1 - y0) * (x1 - x0)) as f32
+                        }
+                    };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod test;

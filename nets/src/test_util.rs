@@ -1,0 +1,91 @@
+//! Helpers shared by the unit tests.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use proptest::test_runner::{Config, RngSeed};
+
+use crate::kernel::{Kernel, Scratch};
+
+/// Proptest configuration: a fixed seed (reproducible runs), no regression files.
+pub(crate) fn proptest_config(cases: u32) -> Config {
+    Config {
+        cases,
+        rng_seed: RngSeed::Fixed(0x7a0_919e),
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+/// Element-wise absolute values.
+pub(crate) fn abs(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|x| x.abs()).collect()
+}
+
+/// `n` values uniform in [-1, 1) from a seeded RNG.
+pub(crate) fn random_vec(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+/// Relative tolerance of the f32 kernels against the f64 references.
+///
+/// A sum of `R` f32 products carries a rounding error of at most about `R·u·Σ|terms|`
+/// (`u = 2⁻²⁴ ≈ 6e-8`), typically `√R·u·Σ|terms|`. The largest reductions in the property
+/// tests have `R ≤ 5·5·16 = 400` terms, so `1e-4·Σ|terms|` holds even in the worst case,
+/// while one wrong or missing term (≈ `Σ|terms| / R ≥ 2.5e-3·Σ|terms|`) still fails.
+pub(crate) const TOL: f32 = 1e-4;
+
+/// Asserts `got ≈ want` elementwise: `|got − want| <= tol · (scale[i] + |want[i]|)`.
+///
+/// `scale[i]` is the magnitude of the terms summed into output `i` (`Σ|w·x|`, computed by
+/// running the reference on absolute values): f32 accumulation error grows with the sum of
+/// |terms|, not with the (possibly cancelled) result, so a purely relative test would fail
+/// on near-zero outputs.
+pub(crate) fn assert_close(got: &[f32], want: &[f32], scale: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let bound = tol * (scale[i].abs() + w.abs()) + f32::MIN_POSITIVE;
+        assert!(
+            (g - w).abs() <= bound,
+            "{what}: element {i}: got {g}, want {w} (bound {bound})"
+        );
+    }
+}
+
+/// Computes `layer` as a gang of `width` would: each rank its own run of chunks into its own
+/// freshly allocated buffer (ranks in reverse order, to show order does not matter), then
+/// stitches the parts together.
+pub(crate) fn run_as_gang(layer: &dyn Kernel, inputs: &[&[f32]], width: usize) -> Vec<f32> {
+    let mut parts = Vec::new();
+    for rank in (0..width).rev() {
+        let chunks = layer.rank_chunks(rank, width);
+        let range = layer.output_range(chunks.clone());
+        let mut part = vec![f32::NAN; range.len()];
+        layer.compute_chunks(inputs, chunks, &mut part, &mut Scratch::new());
+        parts.push((range.start, part));
+    }
+    parts.sort_by_key(|p| p.0);
+    let out: Vec<f32> = parts.into_iter().flat_map(|p| p.1).collect();
+    assert_eq!(out.len(), layer.out_shape().len());
+    out
+}
+
+/// Asserts the bits of `layer`'s output are the same for gang widths 1, 2, 3, 4, 7 and 16,
+/// and equal `forward`.
+pub(crate) fn assert_bit_identical(layer: &dyn Kernel, inputs: &[&[f32]]) {
+    let reference = run_as_gang(layer, inputs, 1);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(
+        bits(&layer.forward(inputs, &mut Scratch::new())),
+        bits(&reference)
+    );
+    for width in [2, 3, 4, 7, 16] {
+        let got = run_as_gang(layer, inputs, width);
+        assert!(
+            bits(&got) == bits(&reference),
+            "{}: width {width} differs from width 1",
+            layer.kind()
+        );
+    }
+}

@@ -1,0 +1,351 @@
+//! Whole nets through the runtime: the zoo runs, results are bit-identical for every
+//! width, the load-time folding and fusing match a plain layer-by-layer evaluation, and
+//! weights load from a safetensors file by torchvision name.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use taopipe_dsl::{LayerKind, NetSpec, Source, net};
+use taopipe_nets::{
+    Add, Affine, BatchNorm, Conv2d, Conv2dParams, GlobalAvgPool, Init, Kernel, Linear, Model,
+    RandomWeights, Relu, SafetensorsFile, Scratch, Shape, Weights, model::BN_EPS, torch_name, zoo,
+};
+use taopipe_runtime::{Place, Runtime};
+
+fn input(len: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 2001) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// One frame at widths 1, 2 and 3: the outputs must be equal to the bit.
+fn assert_width_identical(spec: NetSpec) {
+    let name = spec.name().to_string();
+    let model = Model::build(spec, &RandomWeights { seed: 11 }).expect("model builds");
+    let rt = Runtime::builder().workers(3).build().expect("runtime");
+    let x = input(model.input_len(), 5);
+    let one = model
+        .forward(&rt, x.clone(), Place::new(0, 1))
+        .expect("width 1");
+    assert_eq!(one.len(), 1000);
+    assert!(
+        one.iter().all(|v| v.is_finite()),
+        "{name}: non-finite output"
+    );
+    assert!(one.iter().any(|v| *v != 0.0), "{name}: all-zero output");
+    for width in [2, 3] {
+        let wide = model
+            .forward(&rt, x.clone(), Place::new(0, width))
+            .expect("wider");
+        assert!(
+            bits(&one) == bits(&wide),
+            "{name}: width {width} differs from width 1"
+        );
+    }
+}
+
+#[test]
+fn vgg16_is_bit_identical_at_every_width() {
+    let spec = zoo::vgg16().expect("vgg16");
+    assert_eq!((spec.len(), spec.units().len()), (21, 21));
+    assert_width_identical(spec);
+}
+
+#[test]
+fn alexnet_is_bit_identical_at_every_width() {
+    let spec = zoo::alexnet().expect("alexnet");
+    assert_eq!(spec.units().len(), 11);
+    assert_width_identical(spec);
+}
+
+#[test]
+fn resnet50_is_bit_identical_at_every_width() {
+    let spec = zoo::resnet50().expect("resnet50");
+    assert_eq!(spec.units().len(), 52);
+    assert_width_identical(spec);
+}
+
+/// A small residual net in the ResNet style: conv+bn+relu, a down-sampling branch, an add
+/// with relu, a pool, a stand-alone relu, gap and fc.
+fn small_resnet() -> NetSpec {
+    net! { small [3, 12, 12] =>
+        stem: conv(8, 3x3, pad 1),
+        stemnorm: batchnorm,
+        stemrelu: relu,
+        b_conv1: conv(8, 3x3, stride 2, pad 1),
+        b_bn1: batchnorm,
+        b_relu1: relu,
+        b_conv2: conv(16, 1x1),
+        b_bn2: batchnorm,
+        b_down: conv(16, 1x1, stride 2) from stemrelu,
+        b_downnorm: batchnorm,
+        b_add: add(b_bn2) relu,
+        pool: maxpool(2x2, stride 2),
+        post: relu,
+        avg: gap,
+        head: fc(10),
+    }
+    .expect("small net")
+}
+
+/// Evaluates a spec layer by layer with the public kernels and nothing folded or fused.
+fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
+    let mut outs: Vec<Vec<f32>> = Vec::new();
+    let mut scratch = Scratch::new();
+    let get = |outs: &Vec<Vec<f32>>, s: Source| -> Vec<f32> {
+        match s {
+            Source::Layer(j) => outs[j].clone(),
+            _ => x.to_vec(),
+        }
+    };
+    for (i, layer) in spec.layers().iter().enumerate() {
+        let inp = get(&outs, layer.source().resolve(i));
+        let sh = Shape::new(layer.input().c, layer.input().h, layer.input().w);
+        let t = |p: &str, s: &[usize], init: Init| {
+            weights
+                .tensor(&torch_name(layer.name(), p), s, init)
+                .expect("weight")
+        };
+        let followed_by_bn = spec
+            .layers()
+            .get(i + 1)
+            .is_some_and(|n| matches!(n.kind(), LayerKind::BatchNorm));
+        let y = match layer.kind() {
+            LayerKind::Conv2d {
+                out_channels: k,
+                kernel,
+                stride,
+                padding,
+                relu,
+            } => {
+                let c = sh.c;
+                let fan_in = c * kernel.0 * kernel.1;
+                let w = t("weight", &[*k, c, kernel.0, kernel.1], Init::He { fan_in });
+                let b = if followed_by_bn {
+                    None
+                } else {
+                    Some(t(
+                        "bias",
+                        &[*k],
+                        Init::Uniform {
+                            bound: 1.0 / (fan_in as f32).sqrt(),
+                        },
+                    ))
+                };
+                let p = Conv2dParams {
+                    in_channels: c,
+                    out_channels: *k,
+                    kernel: *kernel,
+                    stride: stride.0,
+                    padding: padding.0,
+                    relu: *relu,
+                };
+                Conv2d::new(p, sh, w, b)
+                    .expect("conv")
+                    .forward(&[&inp], &mut scratch)
+            }
+            LayerKind::BatchNorm => {
+                let c = [sh.c];
+                let bn = BatchNorm {
+                    gamma: t(
+                        "weight",
+                        &c,
+                        Init::Between {
+                            low: 0.5,
+                            high: 1.5,
+                        },
+                    ),
+                    beta: t("bias", &c, Init::Uniform { bound: 0.1 }),
+                    mean: t("running_mean", &c, Init::Uniform { bound: 0.1 }),
+                    var: t(
+                        "running_var",
+                        &c,
+                        Init::Between {
+                            low: 0.5,
+                            high: 1.5,
+                        },
+                    ),
+                    eps: BN_EPS,
+                };
+                Affine::from_batchnorm(sh, &bn, false)
+                    .expect("bn")
+                    .forward(&[&inp], &mut scratch)
+            }
+            LayerKind::Relu => Relu::new(sh).forward(&[&inp], &mut scratch),
+            LayerKind::ResidualAdd { relu, .. } => {
+                let other = get(
+                    &outs,
+                    layer.residual_source().expect("add source").resolve(i),
+                );
+                Add::new(sh, *relu).forward(&[&inp, &other], &mut scratch)
+            }
+            LayerKind::MaxPool {
+                kernel,
+                stride,
+                padding,
+            } => {
+                let p = taopipe_nets::PoolParams::max(kernel.0, stride.0, padding.0);
+                taopipe_nets::Pool2d::new(p, sh)
+                    .expect("pool")
+                    .forward(&[&inp], &mut scratch)
+            }
+            LayerKind::GlobalAvgPool => GlobalAvgPool::new(sh).forward(&[&inp], &mut scratch),
+            LayerKind::Fc {
+                out_features: f,
+                relu,
+            } => {
+                let n = sh.len();
+                let w = t("weight", &[*f, n], Init::He { fan_in: n });
+                let b = t(
+                    "bias",
+                    &[*f],
+                    Init::Uniform {
+                        bound: 1.0 / (n as f32).sqrt(),
+                    },
+                );
+                Linear::new(sh, *f, w, Some(b), *relu)
+                    .expect("fc")
+                    .forward(&[&inp], &mut scratch)
+            }
+            other => panic!("reference has no {other}"),
+        };
+        outs.push(y);
+    }
+    outs.pop().expect("a layer")
+}
+
+#[test]
+fn folding_and_fusing_match_a_plain_layer_by_layer_evaluation() {
+    let spec = small_resnet();
+    let weights = RandomWeights { seed: 3 };
+    let model = Model::build(spec.clone(), &weights).expect("model");
+    // Folded and fused layers run no task of their own.
+    let runs: Vec<&str> = spec
+        .layers()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| model.runs_task(*i))
+        .map(|(_, l)| l.name())
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            "stem", "b_conv1", "b_conv2", "b_down", "b_add", "pool", "post", "avg", "head"
+        ]
+    );
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let x = input(model.input_len(), 9);
+    let got = model
+        .forward(&rt, x.clone(), Place::new(0, 2))
+        .expect("runs");
+    let want = reference(&spec, &weights, &x);
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        // Folding changes rounding: relative 1e-4 of the larger magnitude, or 1e-5 absolute.
+        let tol = 1e-4 * g.abs().max(w.abs()).max(0.1);
+        assert!(
+            (g - w).abs() <= tol,
+            "output {i}: model {g} vs reference {w}"
+        );
+    }
+}
+
+/// Exports random weights under torchvision names into a safetensors file and loads them
+/// back: the model from the file computes exactly what the model from the seed computes.
+#[test]
+fn weights_load_from_safetensors_by_torchvision_name() {
+    let spec = small_resnet();
+    let random = RandomWeights { seed: 21 };
+    // Record every tensor the model asks for, with its shape.
+    type Seen = std::cell::RefCell<BTreeMap<String, (Vec<usize>, Vec<f32>)>>;
+    struct Recorder<'a>(&'a RandomWeights, Seen);
+    impl Weights for Recorder<'_> {
+        fn tensor(
+            &self,
+            name: &str,
+            shape: &[usize],
+            init: Init,
+        ) -> Result<Vec<f32>, taopipe_nets::WeightError> {
+            let v = self.0.tensor(name, shape, init)?;
+            self.1
+                .borrow_mut()
+                .insert(name.to_string(), (shape.to_vec(), v.clone()));
+            Ok(v)
+        }
+    }
+    let recorder = Recorder(&random, Default::default());
+    let from_seed = Model::build(spec.clone(), &recorder).expect("model");
+    let tensors = recorder.1.into_inner();
+    assert!(
+        tensors.contains_key("b_down.weight") || tensors.contains_key("b.down.weight"),
+        "{:?}",
+        tensors.keys()
+    );
+    assert!(tensors.contains_key("stemnorm.running_var"));
+    let raw: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
+        .iter()
+        .map(|(n, (s, v))| {
+            (
+                n.clone(),
+                s.clone(),
+                v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            )
+        })
+        .collect();
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = raw
+        .iter()
+        .map(|(n, s, b)| {
+            (
+                n.clone(),
+                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, s.clone(), b)
+                    .expect("view"),
+            )
+        })
+        .collect();
+    let bytes = safetensors::serialize(views, None).expect("serialize");
+    let file = SafetensorsFile::from_bytes(Path::new("small.safetensors"), bytes).expect("parse");
+    let from_file = Model::build(spec, &file).expect("model from file");
+    assert!(file.unused().is_empty(), "unused: {:?}", file.unused());
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let x = input(from_seed.input_len(), 4);
+    let a = from_seed
+        .forward(&rt, x.clone(), Place::new(0, 1))
+        .expect("seed");
+    let b = from_file.forward(&rt, x, Place::new(0, 2)).expect("file");
+    assert!(bits(&a) == bits(&b));
+}
+
+#[test]
+fn missing_tensors_and_bad_inputs_are_errors_naming_them() {
+    let spec = small_resnet();
+    let empty = safetensors::serialize(
+        Vec::<(String, safetensors::tensor::TensorView<'_>)>::new(),
+        None,
+    )
+    .expect("serialize");
+    let file = SafetensorsFile::from_bytes(Path::new("empty.safetensors"), empty).expect("parse");
+    let err = Model::build(spec.clone(), &file)
+        .expect_err("no tensors")
+        .to_string();
+    assert!(
+        err.contains("`stem`") && err.contains("stem.weight"),
+        "{err}"
+    );
+    let model = Model::build(spec, &RandomWeights { seed: 1 }).expect("model");
+    let rt = Runtime::builder().workers(1).build().expect("runtime");
+    let err = model
+        .forward(&rt, vec![0.0; 5], Place::new(0, 1))
+        .expect_err("short input")
+        .to_string();
+    assert!(err.contains("432") && err.contains("got 5"), "{err}");
+}
