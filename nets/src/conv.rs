@@ -53,16 +53,16 @@ pub struct Conv2dParams {
     pub out_channels: usize,
     /// Kernel `(kh, kw)`.
     pub kernel: (usize, usize),
-    /// Stride (both axes).
-    pub stride: usize,
-    /// Zero padding (both axes, both sides).
-    pub padding: usize,
+    /// Stride `(sy, sx)`.
+    pub stride: (usize, usize),
+    /// Zero padding `(py, px)`, on both sides of each axis.
+    pub padding: (usize, usize),
     /// Apply ReLU to the output (fused).
     pub relu: bool,
 }
 
 impl Conv2dParams {
-    /// A square `k×k` conv with ReLU off.
+    /// A square `k×k` conv, the same stride and padding on both axes, ReLU off.
     pub const fn new(
         in_channels: usize,
         out_channels: usize,
@@ -74,8 +74,8 @@ impl Conv2dParams {
             in_channels,
             out_channels,
             kernel: (k, k),
-            stride,
-            padding,
+            stride: (stride, stride),
+            padding: (padding, padding),
             relu: false,
         }
     }
@@ -104,7 +104,13 @@ impl Conv2dParams {
             reason,
         };
         let (kh, kw) = self.kernel;
-        if kh == 0 || kw == 0 || self.stride == 0 || self.out_channels == 0 || self.in_channels == 0
+        let ((sy, sx), (py, px)) = (self.stride, self.padding);
+        if kh == 0
+            || kw == 0
+            || sy == 0
+            || sx == 0
+            || self.out_channels == 0
+            || self.in_channels == 0
         {
             return Err(geo(format!("zero size in {self:?}")));
         }
@@ -116,7 +122,7 @@ impl Conv2dParams {
                 got: input.c,
             });
         }
-        let (hp, wp) = (input.h + 2 * self.padding, input.w + 2 * self.padding);
+        let (hp, wp) = (input.h + 2 * py, input.w + 2 * px);
         if hp < kh || wp < kw {
             return Err(geo(format!(
                 "kernel {kh}×{kw} larger than padded input {hp}×{wp}"
@@ -124,8 +130,8 @@ impl Conv2dParams {
         }
         Ok(Shape::new(
             self.out_channels,
-            (hp - kh) / self.stride + 1,
-            (wp - kw) / self.stride + 1,
+            (hp - kh) / sy + 1,
+            (wp - kw) / sx + 1,
         ))
     }
 
@@ -163,8 +169,8 @@ impl ConvAlgo {
     /// Whether the algorithm can run `p`.
     pub fn applies(self, p: &Conv2dParams) -> bool {
         match self {
-            ConvAlgo::Pointwise => p.kernel == (1, 1) && p.stride == 1 && p.padding == 0,
-            ConvAlgo::Shifted => p.stride == 1,
+            ConvAlgo::Pointwise => p.kernel == (1, 1) && p.stride == (1, 1) && p.padding == (0, 0),
+            ConvAlgo::Shifted => p.stride == (1, 1),
             ConvAlgo::Im2col => true,
         }
     }
@@ -445,7 +451,7 @@ impl Conv2d {
     fn im2col(&self, input: &[f32], cols: Range<usize>, col: &mut [f32], ld: usize) {
         let p = &self.params;
         let (kh, kw) = p.kernel;
-        let (s, pad) = (p.stride, p.padding);
+        let ((sy, s), (py, pad)) = (p.stride, p.padding);
         let (h, w) = (self.in_shape.h, self.in_shape.w);
         let ow = self.out_shape.w;
         for c in 0..p.in_channels {
@@ -462,7 +468,7 @@ impl Conv2d {
                         let (oy, ox0) = (j / ow, j % ow);
                         let ox1 = ow.min(ox0 + cols.end - j);
                         let seg = &mut dst[j - cols.start..j - cols.start + (ox1 - ox0)];
-                        let iy = (oy * s + ky).checked_sub(pad).filter(|&iy| iy < h);
+                        let iy = (oy * sy + ky).checked_sub(py).filter(|&iy| iy < h);
                         match iy {
                             None => seg.fill(0.0),
                             Some(iy) => {
@@ -501,9 +507,9 @@ impl Conv2d {
     ) {
         let p = &self.params;
         let (kh, kw) = p.kernel;
-        let (c_in, k_out, pad) = (p.in_channels, p.out_channels, p.padding);
+        let (c_in, k_out, (py, px)) = (p.in_channels, p.out_channels, p.padding);
         let (h, w) = (self.in_shape.h, self.in_shape.w);
-        let (hp, wp) = (h + 2 * pad, w + 2 * pad);
+        let (hp, wp) = (h + 2 * py, w + 2 * px);
         let (oh, ow) = (self.out_shape.h, self.out_shape.w);
         let ohw = oh * ow;
         // Output rows per tile, so that a tile's right operand is about TILE_FLOATS.
@@ -515,7 +521,7 @@ impl Conv2d {
         padded.fill(0.0);
         for c in 0..c_in {
             for y in 0..h {
-                let dst = (c * hp + y + pad) * wp + pad;
+                let dst = (c * hp + y + py) * wp + px;
                 padded[dst..dst + w].copy_from_slice(&input[(c * h + y) * w..(c * h + y + 1) * w]);
             }
         }

@@ -538,8 +538,8 @@ fn build_conv(
         in_channels: c,
         out_channels,
         kernel,
-        stride: square(layer, "stride", stride)?,
-        padding: square(layer, "padding", padding)?,
+        stride,
+        padding,
         relu,
     };
     Conv2d::new(params, shape(layer.input()), w, Some(b)).map_err(kernel_error(layer))

@@ -17,8 +17,8 @@ pub(crate) fn conv2d(p: &Conv2dParams, input: Shape, x: &[f32], w: &[f32], b: &[
                 for c in 0..input.c {
                     for ky in 0..kh {
                         for kx in 0..kw {
-                            let iy = (oy * p.stride + ky) as isize - p.padding as isize;
-                            let ix = (ox * p.stride + kx) as isize - p.padding as isize;
+                            let iy = (oy * p.stride.0 + ky) as isize - p.padding.0 as isize;
+                            let ix = (ox * p.stride.1 + kx) as isize - p.padding.1 as isize;
                             if iy < 0 || ix < 0 || iy >= input.h as isize || ix >= input.w as isize
                             {
                                 continue;

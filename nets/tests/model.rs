@@ -37,7 +37,8 @@ fn assert_width_identical(spec: NetSpec) {
     let one = model
         .forward(&rt, x.clone(), Place::new(0, 1))
         .expect("width 1");
-    assert_eq!(one.len(), 1000);
+    let out = model.spec().output();
+    assert_eq!(one.len(), out.c * out.h * out.w);
     assert!(
         one.iter().all(|v| v.is_finite()),
         "{name}: non-finite output"
@@ -73,6 +74,17 @@ fn resnet50_is_bit_identical_at_every_width() {
     let spec = zoo::resnet50().expect("resnet50");
     assert_eq!(spec.units().len(), 52);
     assert_width_identical(spec);
+}
+
+#[test]
+fn synthetic_nets_run_bit_identical_at_every_width() {
+    for spec in [zoo::synth1(), zoo::synth2(), zoo::synth3()] {
+        assert_width_identical(spec.expect("synth"));
+    }
+    let dist = taopipe_dsl::WeightDistribution::LogUniform { min: 1, max: 64 };
+    for seed in 0..3 {
+        assert_width_identical(zoo::random_net(seed, 12, dist).expect("random net"));
+    }
 }
 
 /// A small residual net in the ResNet style: conv+bn+relu, a down-sampling branch, an add
@@ -146,8 +158,8 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                     in_channels: c,
                     out_channels: *k,
                     kernel: *kernel,
-                    stride: stride.0,
-                    padding: padding.0,
+                    stride: *stride,
+                    padding: *padding,
                     relu: *relu,
                 };
                 Conv2d::new(p, sh, w, b)

@@ -60,6 +60,24 @@ proptest! {
         let (conv, x) = random_conv(p, input, seed);
         check_against_naive(&conv, &x);
     }
+
+    /// Rectangular kernels with a different stride and padding on each axis (the
+    /// synthetic nets use kernels such as 3×20 with padding 1×9).
+    #[test]
+    fn conv_with_per_axis_stride_and_padding_matches_naive(
+        c in 1usize..=6, k in 1usize..=9, h in 1usize..=12, w in 1usize..=12,
+        kh in 1usize..=5, kw in 1usize..=7, sy in 1usize..=3, sx in 1usize..=3,
+        py in 0usize..=2, px in 0usize..=3, relu: bool, seed in 0u64..10_000,
+    ) {
+        let p = Conv2dParams {
+            in_channels: c, out_channels: k, kernel: (kh, kw),
+            stride: (sy, sx), padding: (py, px), relu,
+        };
+        let input = Shape::new(c, h, w);
+        prop_assume!(p.out_shape(input).is_ok());
+        let (conv, x) = random_conv(p, input, seed);
+        check_against_naive(&conv, &x);
+    }
 }
 
 #[test]
