@@ -1,0 +1,422 @@
+//! Pipelines: ordered stages, each a chain of moldable tasks on its own place, working on
+//! successive frames at once.
+//!
+//! A [`Stage`] turns a frame into a [`TaskGraph`] whose tasks run on the stage's place (the
+//! layers of a pipeline stage, each a moldable task). [`Pipeline::run`] streams frames through
+//! the stages:
+//!
+//! - Each stage has a **driver**: a thread that takes the next frame from its input queue,
+//!   submits the stage's graph for it, sleeps until the graph finishes, and passes the frame
+//!   on. Drivers compute nothing — every task still runs on the runtime's workers, on the
+//!   stage's place — they only order the stage's frames, the way XiTAO launches one task-DAG
+//!   per stage. (A driver blocked on a graph costs no CPU: it parks.)
+//! - Queues between stages are **bounded** ([`Pipeline::queue`] frames), so a fast stage
+//!   waits for a slow one instead of piling up frames.
+//! - Each stage takes frames first-in first-out, so **frames leave in the order they came**,
+//!   moved by value: none is lost or duplicated. [`PipelineStats`] counts them.
+//! - **Stopping** ([`StopSignal`]) stops admitting frames; every frame already admitted is
+//!   finished and delivered; frames never admitted stay in the caller's iterator.
+//! - If a stage's graph fails (a task panicked), the pipeline stops admitting, delivers the
+//!   frames ahead of the failed one, and returns the error naming the stage and the frame.
+//! - **Reconfiguring** is calling `run` again with other stages (a new split, new places):
+//!   the runtime, its workers and its trace table live on.
+//!
+//! # Examples
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//! use taopipe_runtime::{Pipeline, Place, Runtime, Stage, StopSignal, Task, TaskGraph};
+//!
+//! let rt = Runtime::builder().workers(2).build()?;
+//! // Two stages: add 1 on worker 0, then double on worker 1.
+//! let add = Stage::new("add", Place::new(0, 1), |x: &Arc<AtomicU64>| {
+//!     let x = x.clone();
+//!     let mut g = TaskGraph::new();
+//!     g.add(Task::new("add", move |_| { x.fetch_add(1, Ordering::Relaxed); }));
+//!     g
+//! });
+//! let double = Stage::new("double", Place::new(1, 1), |x: &Arc<AtomicU64>| {
+//!     let x = x.clone();
+//!     let mut g = TaskGraph::new();
+//!     g.add(Task::new("double", move |_| { x.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v * 2)).ok(); }));
+//!     g
+//! });
+//! let pipeline = Pipeline::new(vec![add, double])?;
+//! let mut frames = (0..5).map(|i| Arc::new(AtomicU64::new(i)));
+//! let mut out = Vec::new();
+//! let stats = pipeline.run(&rt, &mut frames, |_, x| out.push(x.load(Ordering::Relaxed)), &StopSignal::new())?;
+//! assert_eq!(out, [2, 4, 6, 8, 10]);
+//! assert_eq!(stats.delivered, 5);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use crate::error::RuntimeError;
+use crate::graph::TaskGraph;
+use crate::place::Place;
+use crate::pool::Runtime;
+
+type Work<F> = dyn Fn(&F) -> TaskGraph + Send + Sync;
+
+/// One stage: a name, a place, and the graph it runs for a frame (its tasks should run on
+/// the stage's place: use [`Stage::place`] when building them).
+pub struct Stage<F> {
+    name: String,
+    place: Place,
+    work: Arc<Work<F>>,
+}
+
+impl<F> Stage<F> {
+    /// A stage running `work(frame)` on `place`.
+    pub fn new(
+        name: impl Into<String>,
+        place: Place,
+        work: impl Fn(&F) -> TaskGraph + Send + Sync + 'static,
+    ) -> Stage<F> {
+        Stage {
+            name: name.into(),
+            place,
+            work: Arc::new(work),
+        }
+    }
+
+    /// The stage's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where the stage's tasks run.
+    pub fn place(&self) -> Place {
+        self.place
+    }
+}
+
+impl<F> Clone for Stage<F> {
+    fn clone(&self) -> Stage<F> {
+        Stage {
+            name: self.name.clone(),
+            place: self.place,
+            work: self.work.clone(),
+        }
+    }
+}
+
+impl<F> fmt::Debug for Stage<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stage")
+            .field("name", &self.name)
+            .field("place", &self.place)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Asks a running pipeline to stop admitting frames. Cloning shares the signal.
+#[derive(Debug, Clone, Default)]
+pub struct StopSignal(Arc<AtomicBool>);
+
+impl StopSignal {
+    /// A signal not yet raised.
+    pub fn new() -> StopSignal {
+        StopSignal::default()
+    }
+
+    /// Stops admitting frames; admitted ones are still delivered.
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Whether [`StopSignal::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Why a pipeline did not run to the end of its frames.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PipelineError {
+    /// A pipeline needs at least one stage.
+    #[error("a pipeline needs at least one stage")]
+    NoStages,
+    /// Two stages share a worker: they would compete for it instead of running side by side.
+    #[error("stages `{a}` ({pa}) and `{b}` ({pb}) share workers; stage places must be disjoint")]
+    Overlap {
+        /// First stage.
+        a: String,
+        /// Its place.
+        pa: Place,
+        /// Second stage.
+        b: String,
+        /// Its place.
+        pb: Place,
+    },
+    /// A queue capacity of 0.
+    #[error("queue capacity must be at least 1")]
+    ZeroQueue,
+    /// A stage's graph failed on a frame.
+    #[error("stage `{stage}` failed on frame {frame}: {error}")]
+    Stage {
+        /// The stage.
+        stage: String,
+        /// The frame's sequence number (0 = first admitted).
+        frame: u64,
+        /// What happened.
+        error: RuntimeError,
+    },
+}
+
+/// What a run measured.
+#[derive(Debug, Clone)]
+pub struct PipelineStats {
+    /// Frames taken from the iterator.
+    pub admitted: u64,
+    /// Frames that left the last stage (in order).
+    pub delivered: u64,
+    /// From the first admission to the last delivery.
+    pub elapsed: Duration,
+    /// Per stage: name, place, frames, total time its graphs took.
+    pub stages: Vec<StageStats>,
+    /// Admission-to-delivery latency of every delivered frame, in microseconds.
+    pub latency_us: Histogram<u64>,
+}
+
+/// One stage's share.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageStats {
+    /// The stage.
+    pub name: String,
+    /// Its place.
+    pub place: Place,
+    /// Frames it processed.
+    pub frames: u64,
+    /// Total time of its graphs (submission to completion).
+    pub busy: Duration,
+}
+
+impl StageStats {
+    /// Mean time per frame in milliseconds (0 without frames).
+    pub fn mean_ms(&self) -> f64 {
+        if self.frames == 0 {
+            0.0
+        } else {
+            self.busy.as_secs_f64() * 1e3 / self.frames as f64
+        }
+    }
+}
+
+impl PipelineStats {
+    /// Delivered frames per second.
+    pub fn throughput_fps(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.delivered as f64 / s
+        } else {
+            0.0
+        }
+    }
+
+    /// A latency quantile in milliseconds (`q` in 0..=1).
+    pub fn latency_ms(&self, q: f64) -> f64 {
+        self.latency_us.value_at_quantile(q) as f64 / 1e3
+    }
+}
+
+/// Ordered stages and the capacity of the queues between them.
+#[derive(Debug)]
+pub struct Pipeline<F> {
+    stages: Vec<Stage<F>>,
+    queue: usize,
+}
+
+/// A frame on its way, with its sequence number and admission time.
+struct InFlight<F> {
+    seq: u64,
+    admitted: Instant,
+    frame: F,
+}
+
+impl<F: Send> Pipeline<F> {
+    /// A pipeline with queues of 2 frames between stages.
+    ///
+    /// # Errors
+    /// No stages, or stages whose places overlap.
+    pub fn new(stages: Vec<Stage<F>>) -> Result<Pipeline<F>, PipelineError> {
+        if stages.is_empty() {
+            return Err(PipelineError::NoStages);
+        }
+        for (i, a) in stages.iter().enumerate() {
+            if let Some(b) = stages[i + 1..].iter().find(|b| a.place.overlaps(b.place)) {
+                return Err(PipelineError::Overlap {
+                    a: a.name.clone(),
+                    pa: a.place,
+                    b: b.name.clone(),
+                    pb: b.place,
+                });
+            }
+        }
+        Ok(Pipeline { stages, queue: 2 })
+    }
+
+    /// Sets how many frames may wait between two stages.
+    ///
+    /// # Errors
+    /// A capacity of 0.
+    pub fn with_queue(mut self, frames: usize) -> Result<Pipeline<F>, PipelineError> {
+        if frames == 0 {
+            return Err(PipelineError::ZeroQueue);
+        }
+        self.queue = frames;
+        Ok(self)
+    }
+
+    /// Frames that may wait between two stages.
+    pub fn queue(&self) -> usize {
+        self.queue
+    }
+
+    /// The stages.
+    pub fn stages(&self) -> &[Stage<F>] {
+        &self.stages
+    }
+
+    /// Streams `frames` through the stages until the iterator ends or `stop` is raised,
+    /// calling `sink(seq, frame)` for each finished frame, in order, on the calling thread.
+    ///
+    /// # Errors
+    /// The first stage failure, after the frames ahead of it were delivered.
+    pub fn run(
+        &self,
+        rt: &Runtime,
+        frames: &mut (dyn Iterator<Item = F> + Send),
+        mut sink: impl FnMut(u64, F),
+        stop: &StopSignal,
+    ) -> Result<PipelineStats, PipelineError> {
+        let failure: Mutex<Option<PipelineError>> = Mutex::new(None);
+        let halt = StopSignal::new(); // raised on failure: stop admitting
+        let n = self.stages.len();
+        let mut senders = Vec::with_capacity(n + 1);
+        let mut receivers = Vec::with_capacity(n + 1);
+        for _ in 0..=n {
+            let (tx, rx) = sync_channel::<InFlight<F>>(self.queue);
+            senders.push(Some(tx));
+            receivers.push(Some(rx));
+        }
+        let mut busy = vec![(0u64, Duration::ZERO); n];
+        let mut latency = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3)
+            .expect("constant histogram bounds are valid");
+        let (mut admitted, mut delivered) = (0u64, 0u64);
+        let mut first: Option<Instant> = None;
+        let mut last = Instant::now();
+        std::thread::scope(|s| {
+            let first_tx = senders[0].take().expect("fresh channel");
+            let admitting = s.spawn(|| admit(frames, first_tx, stop, &halt));
+            let drivers: Vec<_> = self
+                .stages
+                .iter()
+                .enumerate()
+                .map(|(i, stage)| {
+                    let rx = receivers[i].take().expect("fresh channel");
+                    let tx = senders[i + 1].take().expect("fresh channel");
+                    let (failure, halt) = (&failure, &halt);
+                    s.spawn(move || drive(rt, stage, rx, tx, failure, halt))
+                })
+                .collect();
+            let out = receivers[n].take().expect("fresh channel");
+            for flight in out {
+                last = Instant::now();
+                first.get_or_insert(flight.admitted); // frames leave in admission order
+                latency.saturating_record(flight.admitted.elapsed().as_micros().max(1) as u64);
+                delivered += 1;
+                sink(flight.seq, flight.frame);
+            }
+            admitted = admitting.join().unwrap_or(0);
+            for (i, d) in drivers.into_iter().enumerate() {
+                busy[i] = d.join().unwrap_or_default();
+            }
+        });
+        if let Some(error) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(error);
+        }
+        Ok(PipelineStats {
+            admitted,
+            delivered,
+            elapsed: first.map_or(Duration::ZERO, |f| last.saturating_duration_since(f)),
+            stages: self
+                .stages
+                .iter()
+                .zip(busy)
+                .map(|(st, (frames, busy))| StageStats {
+                    name: st.name.clone(),
+                    place: st.place,
+                    frames,
+                    busy,
+                })
+                .collect(),
+            latency_us: latency,
+        })
+    }
+}
+
+/// Feeds frames into the first queue until the iterator ends or someone stops; returns how
+/// many it admitted.
+fn admit<F>(
+    frames: &mut (dyn Iterator<Item = F> + Send),
+    tx: SyncSender<InFlight<F>>,
+    stop: &StopSignal,
+    halt: &StopSignal,
+) -> u64 {
+    let mut seq = 0;
+    while !stop.is_stopped() && !halt.is_stopped() {
+        let Some(frame) = frames.next() else { break };
+        if tx
+            .send(InFlight {
+                seq,
+                admitted: Instant::now(),
+                frame,
+            })
+            .is_err()
+        {
+            break; // the first stage failed and hung up
+        }
+        seq += 1;
+    }
+    seq
+}
+
+/// One stage's driver: frames in order, one graph each. Returns (frames, busy time).
+fn drive<F>(
+    rt: &Runtime,
+    stage: &Stage<F>,
+    rx: Receiver<InFlight<F>>,
+    tx: SyncSender<InFlight<F>>,
+    failure: &Mutex<Option<PipelineError>>,
+    halt: &StopSignal,
+) -> (u64, Duration) {
+    let (mut frames, mut busy) = (0u64, Duration::ZERO);
+    for flight in rx {
+        let start = Instant::now();
+        let result = rt.run((stage.work)(&flight.frame));
+        busy += start.elapsed();
+        frames += 1;
+        if let Err(error) = result {
+            halt.stop();
+            let mut first = failure.lock().unwrap_or_else(|e| e.into_inner());
+            first.get_or_insert(PipelineError::Stage {
+                stage: stage.name.clone(),
+                frame: flight.seq,
+                error,
+            });
+            break; // dropping `rx` and `tx` ends the stages before and after this one
+        }
+        if tx.send(flight).is_err() {
+            break;
+        }
+    }
+    (frames, busy)
+}

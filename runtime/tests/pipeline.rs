@@ -1,0 +1,264 @@
+//! Pipelines: frames leave in order, none lost or duplicated — also when stopped midway,
+//! when a stage fails, and across a reconfiguration — and queues are bounded.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use taopipe_runtime::{
+    Pipeline, PipelineError, Place, Runtime, Stage, StopSignal, Task, TaskGraph,
+};
+
+/// A frame: its id and the stages it went through, in order.
+#[derive(Debug)]
+struct Frame {
+    id: u64,
+    visits: Mutex<Vec<usize>>,
+}
+
+fn frames(n: u64) -> impl Iterator<Item = Arc<Frame>> + Send {
+    (0..n).map(|id| {
+        Arc::new(Frame {
+            id,
+            visits: Mutex::new(Vec::new()),
+        })
+    })
+}
+
+/// A stage whose graph is a chain of `layers` moldable tasks on `place`, the first of which
+/// records the visit and all of which take a little, frame-dependent time.
+fn stage(index: usize, place: Place, layers: usize) -> Stage<Arc<Frame>> {
+    Stage::new(format!("s{index}"), place, move |f: &Arc<Frame>| {
+        let mut g = TaskGraph::new();
+        let mut prev = None;
+        for layer in 0..layers {
+            let f = f.clone();
+            let t = g.add(
+                Task::new("layer", move |ctx| {
+                    if layer == 0 && ctx.rank() == 0 {
+                        f.visits.lock().expect("lock").push(index);
+                    }
+                    common::spin_for(20 + (f.id * 37 + index as u64 * 11) % 60);
+                })
+                .on(place),
+            );
+            if let Some(p) = prev {
+                g.make_edge(p, t);
+            }
+            prev = Some(t);
+        }
+        g
+    })
+}
+
+fn three_stages() -> Vec<Stage<Arc<Frame>>> {
+    vec![
+        stage(0, Place::new(0, 1), 2),
+        stage(1, Place::new(1, 2), 3),
+        stage(2, Place::new(3, 1), 1),
+    ]
+}
+
+#[test]
+fn frames_leave_in_order_and_each_exactly_once() {
+    let rt = Runtime::builder().workers(4).build().expect("runtime");
+    let pipeline = Pipeline::new(three_stages()).expect("pipeline");
+    let mut source = frames(300);
+    let mut seen = Vec::new();
+    let stats = common::within(Duration::from_secs(60), "pipeline", move || {
+        let r = pipeline.run(
+            &rt,
+            &mut source,
+            |seq, f| seen.push((seq, f)),
+            &StopSignal::new(),
+        );
+        (r, seen)
+    });
+    let (stats, seen) = (stats.0.expect("runs"), stats.1);
+    assert_eq!((stats.admitted, stats.delivered), (300, 300));
+    for (i, (seq, f)) in seen.iter().enumerate() {
+        assert_eq!((*seq, f.id), (i as u64, i as u64), "frame out of order");
+        assert_eq!(
+            *f.visits.lock().expect("lock"),
+            [0, 1, 2],
+            "frame {i} visited stages out of order"
+        );
+    }
+    assert!(stats.stages.iter().all(|s| s.frames == 300));
+    assert_eq!(stats.latency_us.len(), 300);
+    assert!(stats.throughput_fps() > 0.0 && stats.latency_ms(0.99) >= stats.latency_ms(0.5));
+}
+
+#[test]
+fn stopping_midway_delivers_every_admitted_frame_and_leaves_the_rest() {
+    let rt = Runtime::builder().workers(4).build().expect("runtime");
+    let pipeline = Pipeline::new(three_stages()).expect("pipeline");
+    let mut source = frames(500);
+    let stop = StopSignal::new();
+    let mut ids = Vec::new();
+    let stats = pipeline
+        .run(
+            &rt,
+            &mut source,
+            |_, f| {
+                ids.push(f.id);
+                if ids.len() == 20 {
+                    stop.stop();
+                }
+            },
+            &stop,
+        )
+        .expect("runs");
+    assert!(
+        stats.admitted >= 20 && stats.admitted < 500,
+        "admitted {}",
+        stats.admitted
+    );
+    assert_eq!(
+        stats.delivered, stats.admitted,
+        "an admitted frame was lost"
+    );
+    assert_eq!(ids, (0..stats.admitted).collect::<Vec<_>>());
+    // The frames never admitted are still in the iterator, in order.
+    let rest: Vec<u64> = source.map(|f| f.id).collect();
+    assert_eq!(rest, (stats.admitted..500).collect::<Vec<_>>());
+}
+
+#[test]
+fn reconfiguring_between_frames_keeps_the_order() {
+    let rt = Runtime::builder().workers(4).build().expect("runtime");
+    let mut source = frames(120);
+    let mut ids = Vec::new();
+    let first = Pipeline::new(three_stages()).expect("pipeline");
+    let stop = StopSignal::new();
+    first
+        .run(
+            &rt,
+            &mut source,
+            |_, f| {
+                ids.push(f.id);
+                if ids.len() == 30 {
+                    stop.stop();
+                }
+            },
+            &stop,
+        )
+        .expect("first split");
+    // A new split and new places, same runtime.
+    let second = Pipeline::new(vec![
+        stage(0, Place::new(0, 3), 4),
+        stage(1, Place::new(3, 1), 2),
+    ])
+    .expect("pipeline");
+    let stats = second
+        .run(&rt, &mut source, |_, f| ids.push(f.id), &StopSignal::new())
+        .expect("second split");
+    assert_eq!(ids, (0..120).collect::<Vec<_>>());
+    assert_eq!(stats.stages.len(), 2);
+}
+
+#[test]
+fn a_failing_stage_is_an_error_naming_stage_and_frame() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let ok = stage(0, Place::new(0, 1), 1);
+    let failing = Stage::new("boom", Place::new(1, 1), |f: &Arc<Frame>| {
+        let id = f.id;
+        let mut g = TaskGraph::new();
+        g.add(Task::new("maybe", move |_| assert!(id != 7, "frame 7 is bad")).on(Place::new(1, 1)));
+        g
+    });
+    let pipeline = Pipeline::new(vec![ok, failing]).expect("pipeline");
+    let mut source = frames(100);
+    let mut ids = Vec::new();
+    let err = common::within(Duration::from_secs(30), "failing pipeline", move || {
+        let r = pipeline.run(&rt, &mut source, |_, f| ids.push(f.id), &StopSignal::new());
+        (r.map(|_| ()), ids)
+    });
+    let (result, ids) = err;
+    match result {
+        Err(PipelineError::Stage {
+            stage,
+            frame,
+            error,
+        }) => {
+            assert_eq!((stage.as_str(), frame), ("boom", 7));
+            assert!(error.to_string().contains("frame 7 is bad"), "{error}");
+        }
+        other => panic!("expected a stage error, got {other:?}"),
+    }
+    assert_eq!(
+        ids,
+        (0..7).collect::<Vec<_>>(),
+        "the frames ahead of the failed one are delivered, in order"
+    );
+}
+
+#[test]
+fn queues_are_bounded() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let entered = Arc::new(AtomicU64::new(0));
+    let left = Arc::new(AtomicU64::new(0));
+    let max_ahead = Arc::new(AtomicUsize::new(0));
+    let (e, l, m) = (entered.clone(), left.clone(), max_ahead.clone());
+    let fast = Stage::new("fast", Place::new(0, 1), move |_: &Arc<Frame>| {
+        let ahead = e.fetch_add(1, Ordering::SeqCst) + 1 - l.load(Ordering::SeqCst);
+        m.fetch_max(ahead as usize, Ordering::SeqCst);
+        let mut g = TaskGraph::new();
+        g.add(Task::new("fast", |_| {}).on(Place::new(0, 1)));
+        g
+    });
+    let slow = Stage::new("slow", Place::new(1, 1), |_: &Arc<Frame>| {
+        let mut g = TaskGraph::new();
+        g.add(
+            Task::new("slow", |_| std::thread::sleep(Duration::from_millis(2)))
+                .on(Place::new(1, 1)),
+        );
+        g
+    });
+    let pipeline = Pipeline::new(vec![fast, slow])
+        .expect("pipeline")
+        .with_queue(2)
+        .expect("queue");
+    let mut source = frames(60);
+    pipeline
+        .run(
+            &rt,
+            &mut source,
+            |_, _| {
+                left.fetch_add(1, Ordering::SeqCst);
+            },
+            &StopSignal::new(),
+        )
+        .expect("runs");
+    // In flight at most: the out queue, the slow stage's frame and queue, the fast stage's
+    // frame — (stages + 1) queues of 2, plus one frame per stage, plus one.
+    let bound = 3 * 2 + 2 + 1;
+    let seen = max_ahead.load(Ordering::SeqCst);
+    assert!(
+        seen <= bound,
+        "{seen} frames ahead of the sink; the queues are not bounded"
+    );
+}
+
+#[test]
+fn bad_pipelines_are_refused() {
+    let overlap = Pipeline::new(vec![
+        stage(0, Place::new(0, 2), 1),
+        stage(1, Place::new(1, 1), 1),
+    ]);
+    let text = overlap.expect_err("overlap").to_string();
+    assert!(
+        text.contains("s0") && text.contains("s1") && text.contains("0+2") && text.contains("1+1"),
+        "{text}"
+    );
+    assert_eq!(
+        Pipeline::<Arc<Frame>>::new(vec![]).expect_err("empty"),
+        PipelineError::NoStages
+    );
+    let zero = Pipeline::new(vec![stage(0, Place::new(0, 1), 1)])
+        .expect("ok")
+        .with_queue(0);
+    assert_eq!(zero.expect_err("zero"), PipelineError::ZeroQueue);
+}
