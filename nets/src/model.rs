@@ -18,6 +18,7 @@
 //! torchvision, where convolutions feeding a batchnorm are built with `bias=False`.
 
 use std::cell::RefCell;
+use std::ops::Range;
 use std::sync::Arc;
 
 use taopipe_dsl::{Layer, LayerKind, NetSpec, Source};
@@ -436,11 +437,41 @@ impl Model {
     /// (`conv`, `fc`, …) and the hint is the layer index, so the trace table keeps one row
     /// per layer.
     pub fn graph(&self, frame: &Frame, place_of: impl Fn(usize) -> Place) -> TaskGraph {
-        let mut graph = TaskGraph::with_capacity(self.steps.len(), self.steps.len() * 2);
-        let mut ids: Vec<Option<TaskId>> = Vec::with_capacity(self.steps.len());
-        for (i, step) in self.steps.iter().enumerate() {
-            let Step::Run { kernel, inputs } = step else {
-                ids.push(None);
+        self.layers_graph(frame, 0..self.steps.len(), place_of)
+    }
+
+    /// The layers of pipeline units `units` (see [`NetSpec::units`]).
+    ///
+    /// # Panics
+    /// If `units` is empty or out of range (a configuration bug, not user input).
+    pub fn unit_layers(&self, units: Range<usize>) -> Range<usize> {
+        let all = self.spec.units();
+        assert!(
+            !units.is_empty() && units.end <= all.len(),
+            "units {units:?} of {}",
+            all.len()
+        );
+        all[units.start].layers().start..all[units.end - 1].layers().end
+    }
+
+    /// The graph of one pipeline stage for one frame: the layers of units `units`, all on
+    /// `place`. Layers before the stage must have run (an earlier stage did them); their
+    /// outputs, including tensors a residual edge carries across the stage boundary, are
+    /// in `frame` already.
+    pub fn stage_graph(&self, frame: &Frame, units: Range<usize>, place: Place) -> TaskGraph {
+        self.layers_graph(frame, self.unit_layers(units), |_| place)
+    }
+
+    fn layers_graph(
+        &self,
+        frame: &Frame,
+        layers: Range<usize>,
+        place_of: impl Fn(usize) -> Place,
+    ) -> TaskGraph {
+        let mut graph = TaskGraph::with_capacity(layers.len(), layers.len() * 2);
+        let mut ids: Vec<Option<TaskId>> = vec![None; self.steps.len()];
+        for i in layers {
+            let Step::Run { kernel, inputs } = &self.steps[i] else {
                 continue;
             };
             let sources: Vec<Arc<SharedSlice<f32>>> =
@@ -450,13 +481,14 @@ impl Model {
                 .hint(i as u64);
             let id = graph.add(task);
             for &source in inputs {
+                // Producers outside the range ran before this graph: no edge needed.
                 if let Source::Layer(j) = source
                     && let Some(producer) = ids[j]
                 {
                     graph.make_edge(producer, id);
                 }
             }
-            ids.push(Some(id));
+            ids[i] = Some(id);
         }
         graph
     }

@@ -361,3 +361,78 @@ fn missing_tensors_and_bad_inputs_are_errors_naming_them() {
         .to_string();
     assert!(err.contains("432") && err.contains("got 5"), "{err}");
 }
+
+/// A model run as a pipeline — stages on disjoint places, frames in flight at once — gives
+/// the same bits as the whole net on one place. ResNet50 is cut inside blocks, so residual
+/// tensors cross stage boundaries.
+#[test]
+fn a_pipelined_model_gives_the_same_bits_as_one_place() {
+    use std::sync::Arc;
+    use taopipe_runtime::{Pipeline, Stage, StopSignal};
+    let rt = Runtime::builder().workers(3).build().expect("runtime");
+    for (spec, split, places) in [
+        (
+            zoo::resnet50(),
+            vec![21, 17, 14],
+            vec![Place::new(0, 1), Place::new(1, 1), Place::new(2, 1)],
+        ),
+        (
+            zoo::vgg16(),
+            vec![8, 13],
+            vec![Place::new(0, 2), Place::new(2, 1)],
+        ),
+    ] {
+        let model =
+            Arc::new(Model::build(spec.expect("net"), &RandomWeights { seed: 17 }).expect("model"));
+        let inputs: Vec<Vec<f32>> = (0..4).map(|i| input(model.input_len(), 100 + i)).collect();
+        let want: Vec<Vec<u32>> = inputs
+            .iter()
+            .map(|x| {
+                bits(
+                    &model
+                        .forward(&rt, x.clone(), Place::new(0, 1))
+                        .expect("one place"),
+                )
+            })
+            .collect();
+        let mut start = 0;
+        let stages: Vec<Stage<Arc<taopipe_nets::Frame>>> = split
+            .iter()
+            .zip(&places)
+            .enumerate()
+            .map(|(i, (&units, &place))| {
+                let (m, range) = (model.clone(), start..start + units);
+                start += units;
+                Stage::new(
+                    format!("stage{i}"),
+                    place,
+                    move |f: &Arc<taopipe_nets::Frame>| m.stage_graph(f, range.clone(), place),
+                )
+            })
+            .collect();
+        assert_eq!(
+            start,
+            model.spec().units().len(),
+            "the split covers every unit"
+        );
+        let pipeline = Pipeline::new(stages).expect("pipeline");
+        let mut frames = inputs
+            .into_iter()
+            .map(|x| Arc::new(model.frame(x).expect("frame")));
+        let mut got = Vec::new();
+        let stats = pipeline
+            .run(
+                &rt,
+                &mut frames,
+                |_, f| got.push(bits(&f.output())),
+                &StopSignal::new(),
+            )
+            .expect("runs");
+        assert_eq!(stats.delivered, 4);
+        assert!(
+            got == want,
+            "{}: pipelined output differs from one place",
+            model.spec().name()
+        );
+    }
+}
