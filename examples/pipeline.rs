@@ -1,0 +1,287 @@
+//! Stream frames of a zoo net through a pipeline — a given split of its units into stages,
+//! each stage on its own workers — and, under the same conditions, through the
+//! layer-parallel baseline (every layer on all workers, one frame at a time: how ONNX
+//! Runtime and ARM-CL run). Prints both side by side.
+//!
+//! ```text
+//! cargo run --release --example pipeline -- --net vgg16
+//! cargo run --release --example pipeline -- --net vgg16 --split 9,12 --emulate w1=powersave
+//! cargo run --release --example pipeline -- --net resnet50 --split 30,22 --places 0+1,1+1 --json run.json
+//! ```
+//! Without `--split` the pipeline is the best CV-sorted seed (paper Alg. 1) with as many
+//! stages as workers; without `--places` stage `i` gets a contiguous run of workers, widths
+//! as equal as possible.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, bail, ensure};
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use taopipe::dsl::Seeds;
+use taopipe::nets::{Frame, Model, RandomWeights, zoo};
+use taopipe::runtime::{Pipeline, Place, Stage, StopSignal, split_range};
+
+use common::RuntimeArgs;
+
+/// Streams frames of a net through a pipeline of stages on their own workers, and through
+/// the layer-parallel baseline under the same conditions, and prints both.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about)]
+struct Cli {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    /// The net: vgg16, alexnet, resnet50, synth1, synth2 or synth3.
+    #[arg(long, default_value = "vgg16")]
+    net: String,
+    /// Units per stage, e.g. `8,13` (must add up to the net's units). Default: the best
+    /// CV-sorted seed with one stage per worker.
+    #[arg(long, value_name = "LIST")]
+    split: Option<String>,
+    /// Each stage's place as `leader+width`, e.g. `0+1,1+1`. Default: contiguous runs.
+    #[arg(long, value_name = "LIST")]
+    places: Option<String>,
+    /// Frames to stream (each run, pipeline and baseline).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    frames: u64,
+    /// Frames that may wait between two stages.
+    #[arg(long, default_value_t = 2)]
+    queue: usize,
+    /// Seed of the random weights and inputs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write a JSON report here (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+fn parse_list(text: &str, flag: &str) -> anyhow::Result<Vec<usize>> {
+    text.split(',')
+        .map(|t| {
+            t.trim()
+                .parse::<usize>()
+                .with_context(|| format!("{flag} {text}: `{t}` is not a count"))
+        })
+        .collect()
+}
+
+fn parse_places(text: &str) -> anyhow::Result<Vec<Place>> {
+    text.split(',')
+        .map(|t| {
+            let (l, w) = t
+                .trim()
+                .split_once('+')
+                .with_context(|| format!("--places {text}: `{t}` is not `leader+width`"))?;
+            Ok(Place::new(
+                l.parse()
+                    .with_context(|| format!("--places: leader `{l}`"))?,
+                w.parse()
+                    .with_context(|| format!("--places: width `{w}`"))?,
+            ))
+        })
+        .collect()
+}
+
+/// A deterministic input frame in [-1, 1).
+fn frame_input(len: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let Some(spec) = zoo::by_name(&cli.net) else {
+        bail!(
+            "--net {}: unknown net; choose one of {}",
+            cli.net,
+            zoo::NAMES.join(", ")
+        );
+    };
+    let spec = spec?;
+    let rt = cli.runtime.runtime()?;
+    let workers = rt.num_workers();
+    let units = spec.units().len();
+    let split = match &cli.split {
+        Some(text) => parse_list(text, "--split")?,
+        None => {
+            let stages = workers.min(units).max(1);
+            if stages == 1 {
+                vec![units]
+            } else {
+                let seeds = Seeds::from_net(&spec, stages)?;
+                seeds
+                    .top_k(stages, 1)?
+                    .first()
+                    .context("no seed")?
+                    .composition
+                    .clone()
+            }
+        }
+    };
+    ensure!(
+        split.iter().all(|&u| u > 0),
+        "--split {split:?}: every stage needs at least one unit"
+    );
+    ensure!(
+        split.iter().sum::<usize>() == units,
+        "--split {split:?} covers {} units; {} has {units}",
+        split.iter().sum::<usize>(),
+        cli.net
+    );
+    let places = match &cli.places {
+        Some(text) => parse_places(text)?,
+        None => {
+            ensure!(
+                split.len() <= workers,
+                "{} stages need at least {} workers; this runtime has {workers}",
+                split.len(),
+                split.len()
+            );
+            (0..split.len())
+                .map(|i| {
+                    let r = split_range(workers, i, split.len());
+                    Place::new(r.start, r.len())
+                })
+                .collect()
+        }
+    };
+    ensure!(
+        places.len() == split.len(),
+        "--places gives {} places for {} stages",
+        places.len(),
+        split.len()
+    );
+    for p in &places {
+        ensure!(
+            rt.topology().is_allowed(*p),
+            "place {p} does not fit this runtime's {workers} worker(s)"
+        );
+    }
+    let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
+    println!("{}", rt.topology());
+    println!("speeds: {:?}", rt.speeds());
+    let mut start = 0;
+    let stages: Vec<Stage<Arc<Frame>>> = split
+        .iter()
+        .zip(&places)
+        .enumerate()
+        .map(|(i, (&n, &place))| {
+            let (m, range) = (model.clone(), start..start + n);
+            start += n;
+            Stage::new(format!("stage{i}"), place, move |f: &Arc<Frame>| {
+                m.stage_graph(f, range.clone(), place)
+            })
+        })
+        .collect();
+    let config: Vec<String> = split
+        .iter()
+        .zip(&places)
+        .map(|(n, p)| format!("{n}@{p}"))
+        .collect();
+    println!(
+        "{}: {units} units; pipeline [{}]",
+        cli.net,
+        config.join(", ")
+    );
+
+    // Warm-up: one frame through everything (pages in weights, sizes scratch buffers).
+    model.forward(
+        &rt,
+        frame_input(model.input_len(), cli.seed),
+        Place::new(0, workers),
+    )?;
+    let bar = ProgressBar::new(2 * cli.frames).with_style(ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} frames {msg}",
+    )?);
+
+    bar.set_message("layer-parallel");
+    let mut base_ms = Vec::new();
+    let base_start = Instant::now();
+    for i in 0..cli.frames {
+        let t = Instant::now();
+        model.forward(
+            &rt,
+            frame_input(model.input_len(), cli.seed + i),
+            Place::new(0, workers),
+        )?;
+        base_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        bar.inc(1);
+    }
+    let base_fps = cli.frames as f64 / base_start.elapsed().as_secs_f64();
+
+    bar.set_message("pipeline");
+    let pipeline = Pipeline::new(stages)?.with_queue(cli.queue)?;
+    let m = model.clone();
+    let mut frames = (0..cli.frames).map(move |i| {
+        Arc::new(
+            m.frame(frame_input(m.input_len(), cli.seed + i))
+                .expect("input length matches"),
+        )
+    });
+    let stats = pipeline.run(&rt, &mut frames, |_, _| bar.inc(1), &StopSignal::new())?;
+    bar.finish_and_clear();
+
+    base_ms.sort_by(f64::total_cmp);
+    let pct = |v: &[f64], q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "\n{:<16} {:>12} {:>12} {:>12}",
+        "", "frames/s", "p50 ms", "p99 ms"
+    );
+    println!(
+        "{:<16} {:>12.2} {:>12.1} {:>12.1}",
+        "pipeline",
+        stats.throughput_fps(),
+        stats.latency_ms(0.5),
+        stats.latency_ms(0.99)
+    );
+    println!(
+        "{:<16} {:>12.2} {:>12.1} {:>12.1}",
+        "layer-parallel",
+        base_fps,
+        pct(&base_ms, 0.5),
+        pct(&base_ms, 0.99)
+    );
+    println!(
+        "pipeline / layer-parallel throughput: {:.2}",
+        stats.throughput_fps() / base_fps
+    );
+    println!(
+        "\n{:<8} {:>8} {:>8} {:>10}",
+        "stage", "place", "units", "ms/frame"
+    );
+    for (s, n) in stats.stages.iter().zip(&split) {
+        println!(
+            "{:<8} {:>8} {:>8} {:>10.1}",
+            s.name,
+            s.place.to_string(),
+            n,
+            s.mean_ms()
+        );
+    }
+    if let Some(path) = &cli.json {
+        let report = json!({
+            "net": cli.net,
+            "cpus": rt.topology().cpus().iter().map(|c| c.id).collect::<Vec<_>>(),
+            "speeds": rt.speeds(),
+            "pipeline": {"stages": split.iter().zip(&places).zip(&stats.stages).map(|((n, p), s)| json!({
+                "layers": n, "cpus": (p.leader()..p.leader() + p.width()).map(|w| rt.topology().cpus()[w].id).collect::<Vec<_>>(),
+                "leader": p.leader(), "width": p.width(), "ms_per_frame": s.mean_ms()})).collect::<Vec<_>>()},
+            "run": {"frames": stats.delivered, "throughput_fps": stats.throughput_fps(),
+                    "latency_ms": {"p50": stats.latency_ms(0.5), "p99": stats.latency_ms(0.99)}},
+            "baseline": {"layer_parallel_fps": base_fps, "latency_ms": {"p50": pct(&base_ms, 0.5), "p99": pct(&base_ms, 0.99)}},
+        });
+        common::write_json(path, &report)?;
+    }
+    Ok(())
+}

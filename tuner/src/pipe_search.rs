@@ -1,0 +1,212 @@
+//! Pipe-search, the paper's Algorithm 2, line by line.
+//!
+//! ```text
+//!  1: S_min = S[0], seed which yielded minimum execution time for slowest stage
+//!  2: for PS_count in [2..C] do
+//!  3:   p ← PS_count
+//!  4:   c ← 0
+//!  5:   while γ < α do
+//!  6:     t ← execute(S[p][c])
+//!  7:     T_s ← max(t)
+//!  8:     if T_s > T_s[S_min] then γ++                        (9)
+//! 10:     else S_min ← S[p][c]; γ ← 0                          (11, 12)
+//! 14:     visited[p] ← c++
+//! 16: end for
+//! 17: p ← PS_count(S_min)
+//! 18: c ← visited[p]
+//! 19: γ ← 0
+//! 20: while γ < α do   … lines 21–28 as 6–13 …
+//! 29:   c++
+//! 31: return S_min
+//! ```
+//!
+//! # Where the paper is vague, and what we do
+//!
+//! * **`S[p][c]`** is the `c`-th composition (0-based here; the trial log's `rank` is
+//!   `c + 1`) of the units into `p` stages in ascending CV order of the stage weights — a
+//!   lazy [`SeedIter`](taopipe_dsl::SeedIter) over the net's *unit* weights, ties broken
+//!   lexicographically. It is placed on the workers by [`PlacePolicy::Contiguous`]
+//!   (one mapping per stage count): the paper searches layer distributions, not places.
+//! * **Line 1, "the seed which yielded minimum"**: before phase 1 we measure the seed
+//!   `S[p][0]` of every stage count `p = 2..=C`, in order (phase [`Phase::Seed`]);
+//!   `S_min` is the one with the least `T_s`, the earliest on ties.
+//! * **Phase 1 revisits the seeds**: the loop for `p` starts at `c = 0`, the seed already
+//!   measured; the cached time is used (no second measurement) and the step counts like
+//!   any other in the γ rule.
+//! * **Ties are not improvements.** Line 8 reads "`T_s > T_s[S_min]` ⇒ γ++, else new
+//!   minimum", which would treat a tie as a new minimum and reset γ. We require `T_s <
+//!   T_s[S_min]` to replace `S_min` and reset γ: with a deterministic measurer many
+//!   compositions share the bottleneck stage and tie exactly, and resetting γ on each tie
+//!   walks the whole plateau. (It also keeps the seed, already `S_min`, from "improving"
+//!   on itself when phase 1 revisits it.)
+//! * **γ starts at 0 for every stage count in phase 1.** The listing never initialises γ
+//!   and resets it only at line 19; taken literally, once γ reaches α for `p = 2` the loops
+//!   of `p = 3..C` would never run. The text says phase 1 "tests at least α search points
+//!   around the seeds for each value of PS_count", so γ is reset at line 4.
+//! * **Line 14 / 18, where phase 2 resumes**: `visited[p]` holds the number of positions
+//!   of `S[p]` phase 1 stepped through, so phase 2 continues at the first position phase 1
+//!   did not reach (the literal post-increment would step onto the last visited one again).
+//! * **α larger than a list / an exhausted list**: a loop also ends when `S[p]` has no
+//!   position `c` left. In phase 1 the search goes on with the next stage count; in phase 2
+//!   it stops ([`StopReason::Exhausted`]).
+//! * **α = 0** runs no loop at all: the result is the best seed, the paper's "offline"
+//!   approach of §6.4.
+//! * **C** is clamped to the workers (each stage needs one) and to the units.
+//! * **Never twice**: every measurement goes through a cache; the trial log lists each
+//!   configuration once, in order of first measurement.
+
+use std::time::Instant;
+
+use taopipe_dsl::{SeedIter, Seeds};
+
+use crate::config::contiguous_places;
+use crate::trial::Evaluator;
+use crate::{Configuration, Measure, Phase, SearchError, SearchResult, StopReason};
+
+/// Pipe-search (Alg. 2) with confidence `alpha` on `workers` workers.
+///
+/// ```
+/// use taopipe_dsl::{Seeds, SYNTH1};
+/// use taopipe_tuner::{PipeSearch, SimulatedPlatform};
+///
+/// let costs: Vec<f64> = SYNTH1.iter().map(|&w| w as f64).collect();
+/// let mut sim = SimulatedPlatform::symmetric(costs, 4);
+/// let seeds = Seeds::new(&SYNTH1, 4)?;
+/// let result = PipeSearch::new(3, 4).run(&seeds, &mut sim)?;
+/// println!("best {} in {} trials", result.best, result.trials.len());
+/// assert_eq!(sim.measurements() as usize, result.trials.len());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipeSearch {
+    /// Trials without improvement before a loop gives up (α).
+    pub alpha: usize,
+    /// Workers of the platform; stages are placed by [`PlacePolicy::Contiguous`](crate::PlacePolicy::Contiguous).
+    pub workers: usize,
+}
+
+/// One stage count's CV-sorted list `S[p]`, read lazily, with the next position `c`.
+struct SortedList {
+    stages: usize,
+    iter: SeedIter,
+    next: usize,
+}
+
+impl SortedList {
+    /// `S[p][c]` for the next `c`, placed; `None` when the list is exhausted.
+    fn next(
+        &mut self,
+        workers: usize,
+    ) -> Result<Option<(Configuration, usize)>, SearchError> {
+        let Some(seed) = self.iter.next() else {
+            return Ok(None);
+        };
+        let c = self.next;
+        self.next += 1;
+        let places = contiguous_places(workers, self.stages)?;
+        let units = self.iter.layers();
+        let config = Configuration::with_places(&seed.composition, &places, units, workers)?;
+        Ok(Some((config, c)))
+    }
+}
+
+impl PipeSearch {
+    /// Pipe-search with confidence `alpha` on `workers` workers.
+    pub fn new(alpha: usize, workers: usize) -> Self {
+        PipeSearch { alpha, workers }
+    }
+
+    /// Runs Alg. 2 over the seeds (`S`, one CV-sorted list per stage count
+    /// `2..=min(C, units, workers)`), measuring with `measure`.
+    ///
+    /// # Errors
+    ///
+    /// [`SearchError::NoStageCounts`] when fewer than 2 stages fit; a failed measurement.
+    pub fn run<M: Measure + ?Sized>(
+        &self,
+        seeds: &Seeds,
+        measure: &mut M,
+    ) -> Result<SearchResult, SearchError> {
+        let start = Instant::now();
+        let units = seeds.weights().len();
+        let counts = seeds.stage_counts();
+        let max_stages = (*counts.end()).min(self.workers);
+        if max_stages < 2 {
+            return Err(SearchError::NoStageCounts {
+                units,
+                workers: self.workers,
+                max_stages: *counts.end(),
+            });
+        }
+        let mut lists: Vec<SortedList> = (2..=max_stages)
+            .map(|p| {
+                Ok(SortedList {
+                    stages: p,
+                    iter: seeds.iter(p)?,
+                    next: 0,
+                })
+            })
+            .collect::<Result<_, SearchError>>()?;
+        let mut eval = Evaluator::new();
+
+        // Line 1: S_min ← the best of the seeds S[p][0].
+        let mut seeds_of: Vec<Option<Configuration>> = Vec::with_capacity(lists.len());
+        for list in &mut lists {
+            let seed = list.next(self.workers)?;
+            if let Some((config, c)) = &seed {
+                eval.visit(measure, config.clone(), Phase::Seed, Some(c + 1))?;
+            }
+            seeds_of.push(seed.map(|(config, _)| config));
+        }
+
+        // Lines 2–16: phase 1 over every stage count.
+        for (list, seed) in lists.iter_mut().zip(seeds_of) {
+            let mut gamma = 0; // reset per stage count (see the module docs)
+            let mut pending = seed; // S[p][0], measured already
+            while gamma < self.alpha {
+                let (config, c) = match pending.take() {
+                    Some(config) => (config, 0),
+                    None => match list.next(self.workers)? {
+                        Some(next) => next,
+                        None => break, // S[p] exhausted
+                    },
+                };
+                let (_, improved) = eval.visit(measure, config, Phase::Explore, Some(c + 1))?;
+                if improved {
+                    gamma = 0;
+                } else {
+                    gamma += 1;
+                }
+            }
+            // visited[p] = list.next: the first position phase 1 did not reach (a seed that
+            // the loop never stepped onto, α = 0, was still measured by line 1).
+        }
+
+        // Lines 17–30: phase 2 on the stage count of S_min.
+        let p = eval.best_stage_count().unwrap_or(2);
+        let list = &mut lists[p - 2];
+        let mut gamma = 0;
+        let mut stopped = StopReason::Confidence;
+        while gamma < self.alpha {
+            let Some((config, c)) = list.next(self.workers)? else {
+                stopped = StopReason::Exhausted;
+                break;
+            };
+            let (_, improved) = eval.visit(measure, config, Phase::Focus, Some(c + 1))?;
+            if improved {
+                gamma = 0;
+            } else {
+                gamma += 1;
+            }
+        }
+        eval.finish(start.elapsed(), stopped)
+            .ok_or(SearchError::NoStageCounts {
+                units,
+                workers: self.workers,
+                max_stages: *counts.end(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod test;

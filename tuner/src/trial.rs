@@ -1,0 +1,201 @@
+//! What every search returns: the trial log ([`Trial`]), the [`SearchResult`], why the
+//! search stopped, its errors, and the measurement cache that makes sure no configuration
+//! is measured twice.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use taopipe_dsl::DslError;
+
+use crate::measure::measure_checked;
+use crate::{ConfigError, Configuration, Measure, MeasureError, StageTimes};
+
+/// Which part of which search measured a configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Pipe-search, before phase 1: the seed (first of the CV-sorted list) of every stage
+    /// count, measured to initialise `S_min` (Alg. 2 line 1).
+    Seed,
+    /// Pipe-search phase 1 (Alg. 2 lines 2–16): every stage count in turn.
+    Explore,
+    /// Pipe-search phase 2 (lines 17–30): the stage count of `S_min`.
+    Focus,
+    /// The exhaustive baseline.
+    Exhaustive,
+    /// The random-walk baseline.
+    Random,
+}
+
+/// One measured configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// What was run.
+    pub configuration: Configuration,
+    /// Milliseconds per stage.
+    pub stage_ms: Vec<f64>,
+    /// The slowest stage (`T_s`).
+    pub slowest_ms: f64,
+    /// Who measured it.
+    pub phase: Phase,
+    /// Pipe-search: the position of the configuration in its stage count's CV-sorted list,
+    /// **1-based** as in the paper's tables (rank 1 = the seed). `None` for the baselines.
+    pub rank: Option<usize>,
+}
+
+/// Why a search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// α trials in a row without improvement (Pipe-search phase 2).
+    Confidence,
+    /// The list being searched ran out (Pipe-search phase 2), or every configuration of the
+    /// space was visited (random walk).
+    Exhausted,
+    /// Every configuration was measured (exhaustive).
+    Complete,
+    /// The target slowest-stage time was reached (random walk).
+    Target,
+    /// The trial budget was spent (random walk).
+    Budget,
+}
+
+/// The outcome of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchResult {
+    /// The configuration with the least slowest-stage time (`S_min`).
+    pub best: Configuration,
+    /// Its stage times.
+    pub best_times: StageTimes,
+    /// Every configuration measured, in order, each exactly once.
+    pub trials: Vec<Trial>,
+    /// Wall-clock time of the whole search (measurements included).
+    pub tuning: Duration,
+    /// Why it stopped.
+    pub stopped: StopReason,
+}
+
+impl SearchResult {
+    /// The best slowest-stage time.
+    pub fn best_ms(&self) -> f64 {
+        self.best_times.slowest_ms()
+    }
+
+    /// The trial that measured [`SearchResult::best`].
+    pub fn best_trial(&self) -> Option<&Trial> {
+        self.trials.iter().find(|t| t.configuration == self.best)
+    }
+}
+
+/// Why a search could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// Seeds could not be produced.
+    #[error("seeds: {0}")]
+    Dsl(#[from] DslError),
+    /// A measurement failed.
+    #[error(transparent)]
+    Measure(#[from] MeasureError),
+    /// A configuration could not be built.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No stage count in `2..=C` fits the units and the workers.
+    #[error("no stage count to search: {units} units, {workers} workers, C = {max_stages}")]
+    NoStageCounts {
+        /// Units of the net.
+        units: usize,
+        /// Workers of the platform.
+        workers: usize,
+        /// The largest stage count asked for.
+        max_stages: usize,
+    },
+}
+
+/// The measurements of one search: each configuration is measured once, then answered
+/// from the cache; the trial log keeps the order of first measurement.
+#[derive(Debug)]
+pub(crate) struct Evaluator {
+    seen: HashMap<Configuration, usize>,
+    trials: Vec<Trial>,
+    best: Option<usize>,
+}
+
+impl Evaluator {
+    pub(crate) fn new() -> Self {
+        Evaluator {
+            seen: HashMap::new(),
+            trials: Vec::new(),
+            best: None,
+        }
+    }
+
+    /// The slowest-stage time of `config`, measured now unless already known, and whether
+    /// it is a strict improvement over the best so far (which it then becomes).
+    pub(crate) fn visit<M: Measure + ?Sized>(
+        &mut self,
+        measure: &mut M,
+        config: Configuration,
+        phase: Phase,
+        rank: Option<usize>,
+    ) -> Result<(f64, bool), MeasureError> {
+        let index = match self.seen.get(&config) {
+            Some(&i) => i,
+            None => {
+                let times = measure_checked(measure, &config)?;
+                let slowest_ms = times.slowest_ms();
+                let i = self.trials.len();
+                self.seen.insert(config.clone(), i);
+                self.trials.push(Trial {
+                    configuration: config,
+                    stage_ms: times.stage_ms,
+                    slowest_ms,
+                    phase,
+                    rank,
+                });
+                i
+            }
+        };
+        let t = self.trials[index].slowest_ms;
+        let improved = self.best.is_none_or(|b| t < self.trials[b].slowest_ms);
+        if improved {
+            self.best = Some(index);
+        }
+        Ok((t, improved))
+    }
+
+    /// Number of configurations measured.
+    pub(crate) fn len(&self) -> usize {
+        self.trials.len()
+    }
+
+    /// Whether `config` was measured already.
+    pub(crate) fn contains(&self, config: &Configuration) -> bool {
+        self.seen.contains_key(config)
+    }
+
+    /// The best slowest-stage time so far.
+    pub(crate) fn best_ms(&self) -> Option<f64> {
+        self.best.map(|b| self.trials[b].slowest_ms)
+    }
+
+    /// The stage count of the best configuration so far.
+    pub(crate) fn best_stage_count(&self) -> Option<usize> {
+        self.best.map(|b| self.trials[b].configuration.stage_count())
+    }
+
+    /// The result; `None` when nothing was measured.
+    pub(crate) fn finish(self, tuning: Duration, stopped: StopReason) -> Option<SearchResult> {
+        let b = self.best?;
+        let best = self.trials[b].configuration.clone();
+        let best_times = StageTimes::new(self.trials[b].stage_ms.clone());
+        Some(SearchResult {
+            best,
+            best_times,
+            trials: self.trials,
+            tuning,
+            stopped,
+        })
+    }
+}
