@@ -235,7 +235,10 @@ impl Configuration {
             if s.width == 0 {
                 return Err(ConfigError::ZeroWidth { stage });
             }
-            if s.leader.checked_add(s.width).is_none_or(|end| end > workers) {
+            if s.leader
+                .checked_add(s.width)
+                .is_none_or(|end| end > workers)
+            {
                 return Err(ConfigError::OutsidePlatform {
                     stage,
                     leader: s.leader,
@@ -398,7 +401,10 @@ impl PlacePolicy {
 /// assert_eq!(contiguous_places(16, 3)?, vec![(0, 6), (6, 5), (11, 5)]);
 /// # Ok::<(), taopipe_tuner::ConfigError>(())
 /// ```
-pub fn contiguous_places(workers: usize, stages: usize) -> Result<Vec<(usize, usize)>, ConfigError> {
+pub fn contiguous_places(
+    workers: usize,
+    stages: usize,
+) -> Result<Vec<(usize, usize)>, ConfigError> {
     if stages == 0 || stages > workers {
         return Err(ConfigError::TooManyStages { stages, workers });
     }
@@ -605,8 +611,17 @@ fn random_composition(rng: &mut SplitMix64, total: usize, parts: usize) -> Vec<u
 pub struct SpaceIter {
     space: SearchSpace,
     counts: RangeInclusive<usize>,
-    current: Option<(Compositions, Vec<Vec<(usize, usize)>>, Option<Vec<usize>>, usize)>,
+    current: Option<StageCountCursor>,
 }
+
+/// Where [`SpaceIter`] is inside one stage count: the remaining compositions, the place
+/// mappings, the current composition and the index of its next mapping.
+type StageCountCursor = (
+    Compositions,
+    Vec<Vec<(usize, usize)>>,
+    Option<Vec<usize>>,
+    usize,
+);
 
 impl Iterator for SpaceIter {
     type Item = Configuration;

@@ -94,10 +94,7 @@ struct SortedList {
 
 impl SortedList {
     /// `S[p][c]` for the next `c`, placed; `None` when the list is exhausted.
-    fn next(
-        &mut self,
-        workers: usize,
-    ) -> Result<Option<(Configuration, usize)>, SearchError> {
+    fn next(&mut self, workers: usize) -> Result<Option<(Configuration, usize)>, SearchError> {
         let Some(seed) = self.iter.next() else {
             return Ok(None);
         };

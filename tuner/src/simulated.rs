@@ -4,7 +4,11 @@
 use taopipe_dsl::SplitMix64;
 
 use crate::config::contiguous_places;
-use crate::{Compositions, Configuration, Measure, MeasureError, PlacePolicy, StageTimes};
+use crate::{Configuration, Measure, MeasureError, PlacePolicy, StageTimes};
+
+/// The best of one stage count found by [`SimulatedPlatform::optimum`]'s dynamic program:
+/// composition, places, slowest stage.
+type Candidate = (Vec<usize>, Vec<(usize, usize)>, f64);
 
 /// A platform model for tests and experiments.
 ///
@@ -205,9 +209,14 @@ impl SimulatedPlatform {
         Ok(())
     }
 
-    /// The noiseless time of units `units` on the workers `leader..leader + width`
-    /// (checked by the caller).
+    /// The noiseless time of a stage of total unit cost `cost` on the workers
+    /// `leader..leader + width` (checked by the caller).
     fn stage_ms(&self, cost: f64, leader: usize, width: usize) -> f64 {
+        cost * self.place_factor(leader, width)
+    }
+
+    /// Milliseconds per unit of cost on the place: `penalty / (min speed × width^eff)`.
+    fn place_factor(&self, leader: usize, width: usize) -> f64 {
         let place = leader..leader + width;
         let speed = self.worker_speed[place.clone()]
             .iter()
@@ -220,7 +229,7 @@ impl SimulatedPlatform {
         } else {
             1.0
         };
-        cost / (speed * (width as f64).powf(self.parallel_efficiency)) * penalty
+        penalty / (speed * (width as f64).powf(self.parallel_efficiency))
     }
 
     fn noise_factor(&mut self) -> f64 {
@@ -257,48 +266,94 @@ impl SimulatedPlatform {
         for (i, c) in self.unit_costs.iter().enumerate() {
             prefix[i + 1] = prefix[i] + c;
         }
-        let mut best: Option<(Configuration, f64)> = None;
-        for p in 2..=max_stages.min(m).min(w) {
-            let found = match policy {
-                PlacePolicy::Contiguous => {
+        let top = max_stages.min(m).min(w);
+        let found: Vec<Candidate> = match policy {
+            PlacePolicy::Contiguous => (2..=top)
+                .map(|p| {
                     let places = contiguous_places(w, p)?;
-                    Some(self.best_for_places(&prefix, &places))
-                }
-                PlacePolicy::EveryWidthSplit => Compositions::new(w, p)
-                    .map(|widths| {
-                        let mut leader = 0;
-                        let places: Vec<(usize, usize)> = widths
-                            .iter()
-                            .map(|&x| {
-                                let pl = (leader, x);
-                                leader += x;
-                                pl
-                            })
-                            .collect();
-                        self.best_for_places(&prefix, &places)
-                    })
-                    .fold(None::<(Vec<usize>, Vec<(usize, usize)>, f64)>, |a, b| match a {
-                        Some(a) if a.2 <= b.2 => Some(a),
-                        _ => Some(b),
-                    }),
-            };
-            if let Some((composition, places, t)) = found {
-                if best.as_ref().is_none_or(|b| t < b.1) {
-                    let c = Configuration::with_places(&composition, &places, m, w)?;
-                    best = Some((c, t));
-                }
+                    Ok(self.best_for_places(&prefix, &places))
+                })
+                .collect::<Result<_, MeasureError>>()?,
+            PlacePolicy::EveryWidthSplit => self.best_for_width_splits(&prefix, top),
+        };
+        let mut best: Option<(Configuration, f64)> = None;
+        for (composition, places, t) in found {
+            if t.is_finite() && best.as_ref().is_none_or(|b| t < b.1) {
+                let c = Configuration::with_places(&composition, &places, m, w)?;
+                best = Some((c, t));
             }
         }
         Ok(best)
     }
 
+    /// For every stage count `p` in `2..=top`, the best composition over every width split
+    /// of all the workers: `f[s][i][j]` = best bottleneck of `s` stages holding units `0..i`
+    /// on workers `0..j`, `O(top · M² · W²)`.
+    fn best_for_width_splits(&self, prefix: &[f64], top: usize) -> Vec<Candidate> {
+        let m = prefix.len() - 1;
+        let w = self.workers();
+        let idx = |i: usize, j: usize| i * (w + 1) + j;
+        let size = (m + 1) * (w + 1);
+        let mut f = vec![vec![f64::INFINITY; size]; top + 1];
+        let mut arg = vec![vec![(0usize, 0usize); size]; top + 1];
+        // factor[l][j]: the place l..j
+        let factor: Vec<Vec<f64>> = (0..=w)
+            .map(|l| {
+                (0..=w)
+                    .map(|j| {
+                        if j > l {
+                            self.place_factor(l, j - l)
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        f[0][idx(0, 0)] = 0.0;
+        for s in 1..=top {
+            for i in s..=m {
+                for j in s..=w {
+                    let mut bestv = f64::INFINITY;
+                    let mut besta = (0, 0);
+                    for k in (s - 1)..i {
+                        for l in (s - 1)..j {
+                            let prev = f[s - 1][idx(k, l)];
+                            if prev.is_infinite() {
+                                continue;
+                            }
+                            let t = (prefix[i] - prefix[k]) * factor[l][j];
+                            let v = prev.max(t);
+                            if v < bestv {
+                                bestv = v;
+                                besta = (k, l);
+                            }
+                        }
+                    }
+                    f[s][idx(i, j)] = bestv;
+                    arg[s][idx(i, j)] = besta;
+                }
+            }
+        }
+        (2..=top)
+            .map(|p| {
+                let mut composition = vec![0; p];
+                let mut places = vec![(0, 0); p];
+                let (mut i, mut j) = (m, w);
+                for s in (1..=p).rev() {
+                    let (k, l) = arg[s][idx(i, j)];
+                    composition[s - 1] = i - k;
+                    places[s - 1] = (l, j - l);
+                    (i, j) = (k, l);
+                }
+                (composition, places, f[p][idx(m, w)])
+            })
+            .collect()
+    }
+
     /// Min over compositions of the max stage time, the places fixed: `f[s][i]` = best
     /// bottleneck of the first `s` stages holding units `0..i`.
-    fn best_for_places(
-        &self,
-        prefix: &[f64],
-        places: &[(usize, usize)],
-    ) -> (Vec<usize>, Vec<(usize, usize)>, f64) {
+    fn best_for_places(&self, prefix: &[f64], places: &[(usize, usize)]) -> Candidate {
         let m = prefix.len() - 1;
         let p = places.len();
         let mut f = vec![vec![f64::INFINITY; m + 1]; p + 1];

@@ -175,14 +175,10 @@ impl Evaluator {
         self.seen.contains_key(config)
     }
 
-    /// The best slowest-stage time so far.
-    pub(crate) fn best_ms(&self) -> Option<f64> {
-        self.best.map(|b| self.trials[b].slowest_ms)
-    }
-
     /// The stage count of the best configuration so far.
     pub(crate) fn best_stage_count(&self) -> Option<usize> {
-        self.best.map(|b| self.trials[b].configuration.stage_count())
+        self.best
+            .map(|b| self.trials[b].configuration.stage_count())
     }
 
     /// The result; `None` when nothing was measured.
