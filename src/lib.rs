@@ -4,6 +4,8 @@
 //! This facade re-exports the workspace crates under one name.
 #![deny(missing_docs)]
 
+pub mod live;
+
 pub use taopipe_dsl as dsl;
 pub use taopipe_nets as nets;
 pub use taopipe_runtime as runtime;

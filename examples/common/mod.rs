@@ -1,6 +1,8 @@
 //! Command-line pieces every example shares: which CPUs, which layout, what emulation.
 #![allow(dead_code)]
 
+pub(crate) mod tune;
+
 use std::path::PathBuf;
 
 use anyhow::Context;

@@ -1,0 +1,355 @@
+//! The driver behind the `vgg16`, `alexnet`, `resnet50` and `synthetic` examples: tune a
+//! pipeline live (or take the best seed), stream frames through it, and show the
+//! layer-parallel baseline side by side.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, bail, ensure};
+use clap::{Parser, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
+use taopipe::live::{LiveMeasure, LiveMode};
+use taopipe::nets::{Model, RandomWeights, zoo};
+use taopipe::runtime::{Pipeline, Place, Runtime, StopSignal};
+use taopipe::tuner::{
+    Configuration, Exhaustive, Measure, MeasureError, PipeSearch, PlacePolicy, RandomWalk, Report,
+    Robust, RobustOptions, SearchResult, SearchSpace, StageTimes, pipe_search_without_hints,
+};
+
+use super::RuntimeArgs;
+
+/// Which search `--tune` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SearchKind {
+    /// Pipe-search (paper Alg. 2): CV-sorted seeds, α-confidence.
+    Pipe,
+    /// Every configuration once.
+    Exhaustive,
+    /// Uniform draws without repeats, α·(C+1) trials (Pipe-search's expected count).
+    Random,
+    /// Pipe-search with seeds balanced by layer count instead of weight.
+    Nohints,
+}
+
+/// How each trial's stage times are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MeasureKind {
+    /// Each stage alone on its workers (the paper's tuning measurement).
+    Isolated,
+    /// The pipeline itself, streaming a few frames.
+    Pipelined,
+}
+
+/// Tunes a CNN pipeline online by measuring (Pipe-search), then streams frames through the
+/// chosen pipeline and, under the same conditions, through the layer-parallel baseline
+/// (every layer on all workers, one frame at a time), and prints both.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about)]
+pub(crate) struct TuneCli {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    /// Tune online with confidence α: `--tune alpha=10` stops a stage count's exploration after
+    /// 10 trials without improvement. Without it, the best CV-sorted seed runs untuned.
+    #[arg(long, value_name = "alpha=N", value_parser = parse_tune)]
+    tune: Option<usize>,
+    /// The search: pipe, exhaustive, random or nohints.
+    #[arg(long, value_enum, default_value_t = SearchKind::Pipe)]
+    search: SearchKind,
+    /// How trials are measured.
+    #[arg(long, value_enum, default_value_t = MeasureKind::Isolated)]
+    measure: MeasureKind,
+    /// Measured repetitions per trial (after one warm-up); the median counts.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    reps: u64,
+    /// Most stages to consider (C). Default: one per worker.
+    #[arg(long)]
+    max_stages: Option<usize>,
+    /// Frames to stream through the chosen pipeline, and through the baseline.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    frames: u64,
+    /// The net (zoo name, or `random` for a seeded random synthetic net).
+    #[arg(long)]
+    net: Option<String>,
+    /// Depth of a `random` net.
+    #[arg(long, default_value_t = 16)]
+    depth: usize,
+    /// Seed of the random weights, inputs, random nets and random search.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write a JSON report here (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+/// `alpha=N` with N ≥ 1.
+fn parse_tune(text: &str) -> Result<usize, String> {
+    let value = text
+        .strip_prefix("alpha=")
+        .ok_or_else(|| format!("`{text}`: expected `alpha=N`, e.g. `alpha=10`"))?;
+    match value.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{text}`: α must be a whole number ≥ 1, got `{value}`"
+        )),
+    }
+}
+
+fn load_net(name: &str, cli: &TuneCli) -> anyhow::Result<NetSpec> {
+    if name == "random" {
+        return Ok(zoo::random_net(
+            cli.seed,
+            cli.depth,
+            WeightDistribution::LogUniform { min: 1, max: 64 },
+        )?);
+    }
+    match zoo::by_name(name) {
+        Some(spec) => Ok(spec?),
+        None => bail!(
+            "--net {name}: unknown net; choose one of {}, random",
+            zoo::NAMES.join(", ")
+        ),
+    }
+}
+
+/// A deterministic input frame in [-1, 1).
+fn frame_input(len: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// Prints each trial (after the median of its repetitions) and moves the progress bar.
+struct Shown<'b, M> {
+    inner: M,
+    bar: &'b ProgressBar,
+    trials: usize,
+}
+
+impl<M: Measure> Measure for Shown<'_, M> {
+    fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
+        let times = self.inner.stage_times(config)?;
+        self.trials += 1;
+        let ms: Vec<String> = times.stage_ms.iter().map(|t| format!("{t:.1}")).collect();
+        let line = format!(
+            "{:>5}  {:<36} {:>12.1}  [{}]",
+            self.trials,
+            config.to_string(),
+            times.slowest_ms(),
+            ms.join(", ")
+        );
+        self.bar.suspend(|| println!("{line}"));
+        self.bar
+            .set_message(format!("last {:.1} ms", times.slowest_ms()));
+        self.bar.inc(1);
+        Ok(times)
+    }
+}
+
+fn search(
+    cli: &TuneCli,
+    alpha: usize,
+    rt: &Runtime,
+    model: &Arc<Model>,
+    seeds: &Seeds,
+    c: usize,
+) -> anyhow::Result<SearchResult> {
+    let workers = rt.num_workers();
+    let units = model.spec().units().len();
+    let expected = match cli.search {
+        SearchKind::Exhaustive => {
+            SearchSpace::new(units, workers, c, PlacePolicy::Contiguous).size() as u64
+        }
+        _ => (alpha * (c + 1)) as u64,
+    };
+    let bar = ProgressBar::new(expected).with_style(ProgressStyle::with_template(
+        "{bar:30} {pos}/~{len} trials {msg}",
+    )?);
+    bar.suspend(|| {
+        println!(
+            "{:>5}  {:<36} {:>12}  stage ms",
+            "trial", "configuration", "slowest ms"
+        )
+    });
+    let mode = match cli.measure {
+        MeasureKind::Isolated => LiveMode::Isolated,
+        MeasureKind::Pipelined => LiveMode::Pipelined { frames: 4 },
+    };
+    let live = LiveMeasure::new(
+        rt,
+        model.clone(),
+        frame_input(model.input_len(), cli.seed),
+        mode,
+    )?;
+    let robust = Robust::new(
+        live,
+        RobustOptions {
+            warmup: 1,
+            repetitions: cli.reps as usize,
+            mad_k: 3.0,
+        },
+    );
+    let mut measure = Shown {
+        inner: robust,
+        bar: &bar,
+        trials: 0,
+    };
+    let search = PipeSearch::new(alpha, workers);
+    let space = SearchSpace::new(units, workers, c, PlacePolicy::Contiguous);
+    let result = match cli.search {
+        SearchKind::Pipe => search.run(seeds, &mut measure)?,
+        SearchKind::Exhaustive => Exhaustive::new(space).run(&mut measure)?,
+        SearchKind::Random => RandomWalk {
+            space,
+            seed: cli.seed,
+            target_ms: None,
+            budget: alpha * (c + 1),
+        }
+        .run(&mut measure)?,
+        SearchKind::Nohints => pipe_search_without_hints(&search, units, c, &mut measure)?,
+    };
+    bar.finish_and_clear();
+    Ok(result)
+}
+
+/// Runs the tool for the example `default_net`.
+pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
+    let cli = TuneCli::parse();
+    let name = cli.net.clone().unwrap_or_else(|| default_net.to_string());
+    let spec = load_net(&name, &cli)?;
+    let rt = cli.runtime.runtime()?;
+    let workers = rt.num_workers();
+    let units = spec.units().len();
+    let c = cli.max_stages.unwrap_or(workers).min(workers).min(units);
+    ensure!(
+        c >= 2,
+        "a pipeline needs at least 2 stages: this runtime has {workers} worker(s) and {name} {units} unit(s)"
+    );
+    let seeds = Seeds::from_net(&spec, c)?;
+    let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
+    println!("{}", rt.topology());
+    println!("speeds: {:?}", rt.speeds());
+    println!(
+        "{name}: {units} units, {:.2} GFLOP per frame; stage counts 2..={c}",
+        model.flops() as f64 / 1e9
+    );
+
+    let (best, report) = match cli.tune {
+        Some(alpha) => {
+            let algorithm = format!("{:?}", cli.search).to_lowercase();
+            let result = search(&cli, alpha, &rt, &model, &seeds, c)?;
+            let report = Report::new(&algorithm, Some(alpha), &result);
+            println!("\n{report}");
+            (result.best, Some(report))
+        }
+        None => {
+            let seed = seeds.top_k(c, 1)?.into_iter().next().context("no seed")?;
+            println!(
+                "not tuned (pass --tune alpha=N): running the best-CV seed {:?}",
+                seed.composition
+            );
+            (Configuration::contiguous(&seed.composition, workers)?, None)
+        }
+    };
+
+    // Stream frames through the chosen pipeline, then the layer-parallel baseline.
+    let bar = ProgressBar::new(2 * cli.frames).with_style(ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} frames {msg}",
+    )?);
+    bar.set_message("pipeline");
+    let pipeline = Pipeline::new(LiveMeasure::stages(&model, &best))?;
+    let m = model.clone();
+    let seed = cli.seed;
+    let mut source = (0..cli.frames).map(move |i| {
+        Arc::new(
+            m.frame(frame_input(m.input_len(), seed + i))
+                .expect("input length"),
+        )
+    });
+    let stats = pipeline.run(&rt, &mut source, |_, _| bar.inc(1), &StopSignal::new())?;
+    bar.set_message("layer-parallel");
+    let mut base_ms = Vec::new();
+    let base_start = Instant::now();
+    for i in 0..cli.frames {
+        let t = Instant::now();
+        model.forward(
+            &rt,
+            frame_input(model.input_len(), cli.seed + i),
+            Place::new(0, workers),
+        )?;
+        base_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        bar.inc(1);
+    }
+    let base_fps = cli.frames as f64 / base_start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    base_ms.sort_by(f64::total_cmp);
+    let pct = |q: f64| base_ms[((base_ms.len() - 1) as f64 * q).round() as usize];
+
+    println!("\nchosen pipeline: {best}");
+    println!(
+        "{:<8} {:>8} {:>8} {:>10}",
+        "stage", "place", "units", "ms/frame"
+    );
+    for (s, n) in stats.stages.iter().zip(best.composition()) {
+        println!(
+            "{:<8} {:>8} {:>8} {:>10.1}",
+            s.name,
+            s.place.to_string(),
+            n,
+            s.mean_ms()
+        );
+    }
+    println!(
+        "\n{:<16} {:>10} {:>10} {:>10}",
+        "", "frames/s", "p50 ms", "p99 ms"
+    );
+    println!(
+        "{:<16} {:>10.2} {:>10.1} {:>10.1}",
+        "pipeline",
+        stats.throughput_fps(),
+        stats.latency_ms(0.5),
+        stats.latency_ms(0.99)
+    );
+    println!(
+        "{:<16} {:>10.2} {:>10.1} {:>10.1}",
+        "layer-parallel",
+        base_fps,
+        pct(0.5),
+        pct(0.99)
+    );
+    println!(
+        "pipeline / layer-parallel throughput: {:.2}",
+        stats.throughput_fps() / base_fps
+    );
+
+    if let Some(path) = &cli.json {
+        let cpu = |w: usize| rt.topology().cpus()[w].id;
+        let search = match &report {
+            Some(r) => serde_json::to_value(r)?,
+            None => json!({"algorithm": "seed", "alpha": null, "trials": [], "tuning_s": 0.0}),
+        };
+        let report = json!({
+            "net": name,
+            "cpus": (0..workers).map(cpu).collect::<Vec<_>>(),
+            "speeds": rt.speeds(),
+            "search": search,
+            "best": {"stages": best.stages().iter().map(|s| json!({
+                "layers": s.layers, "leader": s.leader, "width": s.width,
+                "cpus": (s.leader..s.leader + s.width).map(cpu).collect::<Vec<_>>()})).collect::<Vec<_>>()},
+            "run": {"frames": stats.delivered, "throughput_fps": stats.throughput_fps(),
+                    "latency_ms": {"p50": stats.latency_ms(0.5), "p99": stats.latency_ms(0.99)},
+                    "stage_ms": stats.stages.iter().map(|s| s.mean_ms()).collect::<Vec<_>>()},
+            "baseline": {"layer_parallel_fps": base_fps, "latency_ms": {"p50": pct(0.5), "p99": pct(0.99)}},
+        });
+        super::write_json(path, &report)?;
+    }
+    Ok(())
+}

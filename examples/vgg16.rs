@@ -1,0 +1,8 @@
+//! Tune a pipeline for vgg16 live, then stream frames through it next to the layer-parallel
+//! baseline: `cargo run --release --example vgg16 -- --tune alpha=10` (`--help` for all flags).
+
+mod common;
+
+fn main() -> anyhow::Result<()> {
+    common::tune::main("vgg16")
+}

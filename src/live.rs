@@ -1,0 +1,144 @@
+//! Live measurement: the tuner's [`Measure`] on a real net, through the runtime.
+//!
+//! [`LiveMeasure`] runs one frame through the whole net once, so that every layer's output
+//! is in the frame's buffers; a configuration's stage `i` is then the graph of its units on
+//! its place, and each stage can be timed on its own — **isolated**, as the paper measures
+//! during tuning (the stage alone on its workers, reading inputs an earlier stage left) —
+//! or all stages together as a real **pipelined** stream of frames. Wrap it in
+//! [`taopipe_tuner::Robust`] for warm-up runs, repetitions and a median.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use taopipe_nets::{Frame, Model, ModelError};
+use taopipe_runtime::{Pipeline, Place, Runtime, Stage, StopSignal};
+use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes};
+
+/// A callback after each measurement.
+type OnTrial<'a> = dyn FnMut(&Configuration, &StageTimes) + 'a;
+
+/// How a configuration's stage times are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveMode {
+    /// Each stage alone on its place, one after another (the paper's tuning measurement).
+    Isolated,
+    /// The pipeline itself, streaming this many frames; a stage's time is its mean.
+    Pipelined {
+        /// Frames per measurement.
+        frames: u64,
+    },
+}
+
+/// Stage times of configurations of `model`, measured on `rt`.
+pub struct LiveMeasure<'a> {
+    rt: &'a Runtime,
+    model: Arc<Model>,
+    input: Vec<f32>,
+    frame: Arc<Frame>,
+    mode: LiveMode,
+    on_trial: Option<Box<OnTrial<'a>>>,
+}
+
+impl<'a> LiveMeasure<'a> {
+    /// Runs `input` through the whole net once (on all workers) so every stage has inputs.
+    ///
+    /// # Errors
+    /// A wrong input length, or a failing layer.
+    pub fn new(
+        rt: &'a Runtime,
+        model: Arc<Model>,
+        input: Vec<f32>,
+        mode: LiveMode,
+    ) -> Result<LiveMeasure<'a>, ModelError> {
+        let frame = Arc::new(model.frame(input.clone())?);
+        rt.run(model.graph(&frame, |_| Place::new(0, rt.num_workers())))?;
+        Ok(LiveMeasure {
+            rt,
+            model,
+            input,
+            frame,
+            mode,
+            on_trial: None,
+        })
+    }
+
+    /// Calls `f` after every measurement (progress bars, trial tables).
+    pub fn on_trial(mut self, f: impl FnMut(&Configuration, &StageTimes) + 'a) -> LiveMeasure<'a> {
+        self.on_trial = Some(Box::new(f));
+        self
+    }
+
+    /// The pipeline stages of a configuration of this model.
+    pub fn stages(model: &Arc<Model>, config: &Configuration) -> Vec<Stage<Arc<Frame>>> {
+        config
+            .unit_ranges()
+            .into_iter()
+            .zip(config.places())
+            .enumerate()
+            .map(|(i, (range, (leader, width)))| {
+                let (m, place) = (model.clone(), Place::new(leader, width));
+                Stage::new(format!("stage{i}"), place, move |f: &Arc<Frame>| {
+                    m.stage_graph(f, range.clone(), place)
+                })
+            })
+            .collect()
+    }
+
+    fn isolated(&self, config: &Configuration) -> Result<Vec<f64>, MeasureError> {
+        let mut stage_ms = Vec::with_capacity(config.stage_count());
+        for (range, (leader, width)) in config.unit_ranges().into_iter().zip(config.places()) {
+            let graph = self
+                .model
+                .stage_graph(&self.frame, range, Place::new(leader, width));
+            let start = Instant::now();
+            self.rt.run(graph).map_err(|e| MeasureError::Failed {
+                reason: format!("{config}: {e}"),
+            })?;
+            stage_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(stage_ms)
+    }
+
+    fn pipelined(&self, config: &Configuration, frames: u64) -> Result<Vec<f64>, MeasureError> {
+        let failed = |e: &dyn std::fmt::Display| MeasureError::Failed {
+            reason: format!("{config}: {e}"),
+        };
+        let pipeline =
+            Pipeline::new(LiveMeasure::stages(&self.model, config)).map_err(|e| failed(&e))?;
+        let (model, input) = (self.model.clone(), self.input.clone());
+        let mut source = (0..frames).map(move |_| {
+            Arc::new(
+                model
+                    .frame(input.clone())
+                    .expect("the input length was checked"),
+            )
+        });
+        let stats = pipeline
+            .run(self.rt, &mut source, |_, _| {}, &StopSignal::new())
+            .map_err(|e| failed(&e))?;
+        Ok(stats.stages.iter().map(|s| s.mean_ms()).collect())
+    }
+}
+
+impl Measure for LiveMeasure<'_> {
+    fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
+        let stage_ms = match self.mode {
+            LiveMode::Isolated => self.isolated(config)?,
+            LiveMode::Pipelined { frames } => self.pipelined(config, frames.max(1))?,
+        };
+        let times = StageTimes::new(stage_ms);
+        if let Some(f) = &mut self.on_trial {
+            f(config, &times);
+        }
+        Ok(times)
+    }
+}
+
+impl std::fmt::Debug for LiveMeasure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveMeasure")
+            .field("net", &self.model.spec().name())
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
