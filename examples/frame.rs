@@ -22,7 +22,7 @@ use serde_json::json;
 use taopipe::nets::{Model, RandomWeights, SafetensorsFile, Weights, zoo};
 use taopipe::runtime::Place;
 
-use common::RuntimeArgs;
+use common::{RuntimeArgs, frame_input};
 
 /// Runs frames of VGG16, AlexNet, ResNet50 or a synthetic net through the taopipe runtime,
 /// every layer a moldable task on the same workers, and prints the time per frame, the
@@ -53,19 +53,6 @@ struct Cli {
     /// Write a JSON report here (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
-}
-
-/// A deterministic input frame in [-1, 1).
-fn frame_input(len: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
 }
 
 fn main() -> anyhow::Result<()> {

@@ -26,7 +26,7 @@ use taopipe::dsl::Seeds;
 use taopipe::nets::{Frame, Model, RandomWeights, zoo};
 use taopipe::runtime::{Pipeline, Place, Stage, StopSignal, split_range};
 
-use common::RuntimeArgs;
+use common::{RuntimeArgs, frame_input};
 
 /// Streams frames of a net through a pipeline of stages on their own workers, and through
 /// the layer-parallel baseline under the same conditions, and prints both.
@@ -82,19 +82,6 @@ fn parse_places(text: &str) -> anyhow::Result<Vec<Place>> {
                 w.parse()
                     .with_context(|| format!("--places: width `{w}`"))?,
             ))
-        })
-        .collect()
-}
-
-/// A deterministic input frame in [-1, 1).
-fn frame_input(len: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
         })
         .collect()
 }

@@ -65,3 +65,16 @@ pub(crate) fn write_json(path: &std::path::Path, value: &serde_json::Value) -> a
     }
     Ok(())
 }
+
+/// A deterministic input frame in [-1, 1) (xorshift of the seed): the same frame on every run.
+pub(crate) fn frame_input(len: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}

@@ -19,7 +19,7 @@ use taopipe::tuner::{
     Robust, RobustOptions, SearchResult, SearchSpace, StageTimes, pipe_search_without_hints,
 };
 
-use super::RuntimeArgs;
+use super::{RuntimeArgs, frame_input};
 
 /// Which search `--tune` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -112,19 +112,6 @@ fn load_net(name: &str, cli: &TuneCli) -> anyhow::Result<NetSpec> {
             zoo::NAMES.join(", ")
         ),
     }
-}
-
-/// A deterministic input frame in [-1, 1).
-fn frame_input(len: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
 }
 
 /// Prints each trial (after the median of its repetitions) and moves the progress bar.
