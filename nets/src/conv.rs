@@ -33,7 +33,7 @@ use std::ops::Range;
 
 use crate::error::KernelError;
 use crate::gemm::{GemmImpl, MatMut, MatRef, sgemm};
-use crate::kernel::{ChannelChunks, Kernel, Scratch, check_io};
+use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
 use crate::tensor::Shape;
 
 /// Floats of right-hand GEMM operand per column tile: 512 KiB, a quarter of this machine's
@@ -196,7 +196,7 @@ pub struct Conv2d {
     bias: Vec<f32>,
     algo: ConvAlgo,
     gemm: GemmImpl,
-    chunks: ChannelChunks,
+    chunks: ChunkPlan,
     /// For [`ConvAlgo::Shifted`]: the weights as `[kh·kw][K][C]`.
     tap_weights: Vec<f32>,
 }
@@ -238,7 +238,7 @@ impl Conv2d {
                 got: bias.len(),
             });
         }
-        let chunks = ChannelChunks::new(
+        let chunks = ChunkPlan::new(
             params.out_channels,
             out_shape.plane(),
             MIN_CHANNELS_PER_CHUNK,
@@ -592,12 +592,8 @@ impl Kernel for Conv2d {
         2 * (self.params.weight_len() * self.out_shape.plane()) as u64
     }
 
-    fn chunks(&self) -> usize {
-        self.chunks.count()
-    }
-
-    fn chunk_range(&self, chunk: usize) -> Range<usize> {
-        self.chunks.range(chunk)
+    fn plan(&self) -> &ChunkPlan {
+        &self.chunks
     }
 
     fn compute_chunk(

@@ -4,22 +4,20 @@
 //!
 //! Chunks: groups of whole channels, at most 32 (`ceil(C / 32)` channels each).
 
-use std::ops::Range;
-
 use crate::batchnorm::BatchNorm;
 use crate::error::KernelError;
-use crate::kernel::{ChannelChunks, Kernel, Scratch, check_io};
+use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
 use crate::tensor::Shape;
 
-fn channel_chunks(shape: Shape) -> ChannelChunks {
-    ChannelChunks::new(shape.c, shape.plane(), 1, 1)
+fn channel_chunks(shape: Shape) -> ChunkPlan {
+    ChunkPlan::new(shape.c, shape.plane(), 1, 1)
 }
 
 /// `y = max(x, 0)`.
 #[derive(Clone, Debug)]
 pub struct Relu {
     shape: Shape,
-    chunks: ChannelChunks,
+    chunks: ChunkPlan,
 }
 
 impl Relu {
@@ -45,11 +43,8 @@ impl Kernel for Relu {
     fn flops(&self) -> u64 {
         self.shape.len() as u64
     }
-    fn chunks(&self) -> usize {
-        self.chunks.count()
-    }
-    fn chunk_range(&self, chunk: usize) -> Range<usize> {
-        self.chunks.range(chunk)
+    fn plan(&self) -> &ChunkPlan {
+        &self.chunks
     }
     fn compute_chunk(
         &self,
@@ -71,7 +66,7 @@ impl Kernel for Relu {
 pub struct Add {
     shape: Shape,
     relu: bool,
-    chunks: ChannelChunks,
+    chunks: ChunkPlan,
 }
 
 impl Add {
@@ -112,11 +107,8 @@ impl Kernel for Add {
     fn flops(&self) -> u64 {
         self.shape.len() as u64 * if self.relu { 2 } else { 1 }
     }
-    fn chunks(&self) -> usize {
-        self.chunks.count()
-    }
-    fn chunk_range(&self, chunk: usize) -> Range<usize> {
-        self.chunks.range(chunk)
+    fn plan(&self) -> &ChunkPlan {
+        &self.chunks
     }
     fn compute_chunk(
         &self,
@@ -147,7 +139,7 @@ pub struct Affine {
     scale: Vec<f32>,
     shift: Vec<f32>,
     relu: bool,
-    chunks: ChannelChunks,
+    chunks: ChunkPlan,
 }
 
 impl Affine {
@@ -202,11 +194,8 @@ impl Kernel for Affine {
     fn flops(&self) -> u64 {
         2 * self.shape.len() as u64
     }
-    fn chunks(&self) -> usize {
-        self.chunks.count()
-    }
-    fn chunk_range(&self, chunk: usize) -> Range<usize> {
-        self.chunks.range(chunk)
+    fn plan(&self) -> &ChunkPlan {
+        &self.chunks
     }
     fn compute_chunk(
         &self,

@@ -6,10 +6,8 @@
 //! ([`crate::reduce`]'s 16-lane accumulators) rather than a GEMM. Chunks: groups of
 //! output features, at most 32 (`ceil(out / 32)` features each).
 
-use std::ops::Range;
-
 use crate::error::KernelError;
-use crate::kernel::{ChannelChunks, Kernel, Scratch, check_io};
+use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
 use crate::reduce::dot;
 use crate::tensor::Shape;
 
@@ -21,7 +19,7 @@ pub struct Linear {
     weights: Vec<f32>,
     bias: Vec<f32>,
     relu: bool,
-    chunks: ChannelChunks,
+    chunks: ChunkPlan,
 }
 
 impl Linear {
@@ -72,7 +70,7 @@ impl Linear {
             weights,
             bias,
             relu,
-            chunks: ChannelChunks::new(out_features, 1, 1, 1),
+            chunks: ChunkPlan::new(out_features, 1, 1, 1),
         })
     }
 
@@ -104,12 +102,8 @@ impl Kernel for Linear {
         2 * self.weights.len() as u64
     }
 
-    fn chunks(&self) -> usize {
-        self.chunks.count()
-    }
-
-    fn chunk_range(&self, chunk: usize) -> Range<usize> {
-        self.chunks.range(chunk)
+    fn plan(&self) -> &ChunkPlan {
+        &self.chunks
     }
 
     fn compute_chunk(

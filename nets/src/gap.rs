@@ -1,9 +1,7 @@
 //! Global average pooling: `C×H×W → C×1×1`, the mean of each channel plane (ResNet's
 //! `AdaptiveAvgPool2d(1)`). Chunks: groups of channels, at most 32.
 
-use std::ops::Range;
-
-use crate::kernel::{ChannelChunks, Kernel, Scratch, check_io};
+use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
 use crate::reduce::sum;
 use crate::tensor::Shape;
 
@@ -11,7 +9,7 @@ use crate::tensor::Shape;
 #[derive(Clone, Debug)]
 pub struct GlobalAvgPool {
     in_shape: Shape,
-    chunks: ChannelChunks,
+    chunks: ChunkPlan,
 }
 
 impl GlobalAvgPool {
@@ -19,7 +17,7 @@ impl GlobalAvgPool {
     pub fn new(in_shape: Shape) -> GlobalAvgPool {
         GlobalAvgPool {
             in_shape,
-            chunks: ChannelChunks::new(in_shape.c, 1, 1, 1),
+            chunks: ChunkPlan::new(in_shape.c, 1, 1, 1),
         }
     }
 }
@@ -37,11 +35,8 @@ impl Kernel for GlobalAvgPool {
     fn flops(&self) -> u64 {
         self.in_shape.len() as u64
     }
-    fn chunks(&self) -> usize {
-        self.chunks.count()
-    }
-    fn chunk_range(&self, chunk: usize) -> Range<usize> {
-        self.chunks.range(chunk)
+    fn plan(&self) -> &ChunkPlan {
+        &self.chunks
     }
     fn compute_chunk(
         &self,

@@ -79,12 +79,19 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     /// Floating-point operations of one forward pass (multiply-add = 2).
     fn flops(&self) -> u64;
 
-    /// Number of output chunks (≥ 1), a function of the layer's shape only.
-    fn chunks(&self) -> usize;
+    /// The layer's chunk plan, a function of its shape only.
+    fn plan(&self) -> &ChunkPlan;
+
+    /// Number of output chunks (≥ 1).
+    fn chunks(&self) -> usize {
+        self.plan().count()
+    }
 
     /// The flat output elements chunk `chunk` covers. Chunks are in order, contiguous and
     /// cover the output exactly.
-    fn chunk_range(&self, chunk: usize) -> Range<usize>;
+    fn chunk_range(&self, chunk: usize) -> Range<usize> {
+        self.plan().range(chunk)
+    }
 
     /// Computes chunk `chunk`: `inputs` are the whole input tensors (flat CHW, `arity()` of
     /// them), `out` is exactly `chunk_range(chunk)` of the output.
@@ -148,30 +155,34 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     }
 }
 
-/// Chunks made of whole channels: `per` channels each (the last may have fewer), each
-/// channel `plane` elements. Used by every layer that chunks along channels.
+/// How a layer's output is cut into chunks: groups of whole channels (or features), `per`
+/// channels each (the last may have fewer), each channel `plane` elements. It depends only on
+/// the layer's shape — never on the width that runs it — which is what keeps results
+/// bit-identical for every width. Every kernel has one ([`Kernel::plan`]); a single-chunk
+/// layer (softmax) is a plan of one channel of the whole output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ChannelChunks {
+pub struct ChunkPlan {
     pub(crate) channels: usize,
     pub(crate) per: usize,
     pub(crate) plane: usize,
 }
 
-impl ChannelChunks {
+impl ChunkPlan {
     /// At most [`TARGET_CHUNKS`] chunks of at least `min_per` channels each (rounded up to
     /// a multiple of `multiple`).
     pub(crate) fn new(channels: usize, plane: usize, min_per: usize, multiple: usize) -> Self {
         let channels = channels.max(1);
         let mut per = channels.div_ceil(TARGET_CHUNKS).max(min_per.max(1));
         per = per.div_ceil(multiple.max(1)) * multiple.max(1);
-        ChannelChunks {
+        ChunkPlan {
             channels,
             per: per.min(channels),
             plane,
         }
     }
 
-    pub(crate) fn count(&self) -> usize {
+    /// Number of chunks.
+    pub fn count(&self) -> usize {
         self.channels.div_ceil(self.per)
     }
 
@@ -186,7 +197,8 @@ impl ChannelChunks {
         start..(start + self.per).min(self.channels)
     }
 
-    pub(crate) fn range(&self, chunk: usize) -> Range<usize> {
+    /// The flat output elements of chunk `chunk`.
+    pub fn range(&self, chunk: usize) -> Range<usize> {
         let c = self.channels_of(chunk);
         c.start * self.plane..c.end * self.plane
     }

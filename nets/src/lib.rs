@@ -54,7 +54,7 @@ pub use crate::error::KernelError;
 pub use crate::fc::Linear;
 pub use crate::gap::GlobalAvgPool;
 pub use crate::gemm::GemmImpl;
-pub use crate::kernel::{Kernel, Scratch, TARGET_CHUNKS};
+pub use crate::kernel::{ChunkPlan, Kernel, Scratch, TARGET_CHUNKS};
 pub use crate::model::{Frame, Model, ModelError, torch_name};
 pub use crate::pool::{Pool2d, PoolKind, PoolParams};
 pub use crate::softmax::Softmax;

@@ -8,10 +8,8 @@
 //!
 //! Chunks: groups of channels, at most 32 (`ceil(C / 32)` channels each).
 
-use std::ops::Range;
-
 use crate::error::KernelError;
-use crate::kernel::{ChannelChunks, Kernel, Scratch, check_io};
+use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
 use crate::tensor::Shape;
 
 /// Max or average.
@@ -103,7 +101,7 @@ pub struct Pool2d {
     params: PoolParams,
     in_shape: Shape,
     out_shape: Shape,
-    chunks: ChannelChunks,
+    chunks: ChunkPlan,
 }
 
 impl Pool2d {
@@ -117,7 +115,7 @@ impl Pool2d {
             params,
             in_shape,
             out_shape,
-            chunks: ChannelChunks::new(in_shape.c, out_shape.plane(), 1, 1),
+            chunks: ChunkPlan::new(in_shape.c, out_shape.plane(), 1, 1),
         })
     }
 
@@ -157,12 +155,8 @@ impl Kernel for Pool2d {
         (self.out_shape.len() * self.params.kernel * self.params.kernel) as u64
     }
 
-    fn chunks(&self) -> usize {
-        self.chunks.count()
-    }
-
-    fn chunk_range(&self, chunk: usize) -> Range<usize> {
-        self.chunks.range(chunk)
+    fn plan(&self) -> &ChunkPlan {
+        &self.chunks
     }
 
     fn compute_chunk(

@@ -1,9 +1,7 @@
 //! Softmax over the whole (flattened) input, numerically stable: `exp(x − max) / Σ`. A
 //! classifier's output is ~1000 values, so it is a single chunk.
 
-use std::ops::Range;
-
-use crate::kernel::{Kernel, Scratch, check_io};
+use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
 use crate::reduce::sum;
 use crate::tensor::Shape;
 
@@ -11,12 +9,17 @@ use crate::tensor::Shape;
 #[derive(Clone, Debug)]
 pub struct Softmax {
     in_shape: Shape,
+    /// One chunk: the whole vector.
+    chunks: ChunkPlan,
 }
 
 impl Softmax {
     /// A softmax over `in_shape.len()` values.
     pub fn new(in_shape: Shape) -> Softmax {
-        Softmax { in_shape }
+        Softmax {
+            in_shape,
+            chunks: ChunkPlan::new(1, in_shape.len(), 1, 1),
+        }
     }
 }
 
@@ -33,12 +36,8 @@ impl Kernel for Softmax {
     fn flops(&self) -> u64 {
         4 * self.in_shape.len() as u64
     }
-    fn chunks(&self) -> usize {
-        1
-    }
-    fn chunk_range(&self, chunk: usize) -> Range<usize> {
-        assert_eq!(chunk, 0, "softmax has a single chunk");
-        0..self.in_shape.len()
+    fn plan(&self) -> &ChunkPlan {
+        &self.chunks
     }
     fn compute_chunk(
         &self,
