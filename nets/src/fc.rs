@@ -3,7 +3,7 @@
 //! `torch.flatten(x, 1)` gives).
 //!
 //! FC at batch 1 is a matrix-vector product: memory-bound, so it is a row-wise dot product
-//! ([`crate::reduce`]'s 16-lane accumulators) rather than a GEMM. Chunks: groups of
+//! (the 16-lane accumulators of `reduce.rs`) rather than a GEMM. Chunks: groups of
 //! output features, at most 32 (`ceil(out / 32)` features each).
 
 use crate::error::KernelError;
