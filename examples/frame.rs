@@ -15,11 +15,11 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use taopipe::nets::{Model, RandomWeights, SafetensorsFile, Weights, zoo};
+use taopipe::nets::{Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::Place;
 
 use common::{RuntimeArgs, frame_input};
@@ -57,14 +57,7 @@ struct Cli {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let Some(spec) = zoo::by_name(&cli.net) else {
-        bail!(
-            "--net {}: unknown net; choose one of {}",
-            cli.net,
-            zoo::NAMES.join(", ")
-        );
-    };
-    let spec = spec?;
+    let spec = common::zoo_net(&cli.net, &[])?;
     let rt = cli.runtime.runtime()?;
     let width = cli.width.unwrap_or(rt.num_workers());
     ensure!(

@@ -16,17 +16,18 @@ mod common;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use taopipe::dsl::Seeds;
-use taopipe::nets::{Frame, Model, RandomWeights, zoo};
-use taopipe::runtime::{Pipeline, Place, Stage, StopSignal, split_range};
+use taopipe::live::LiveMeasure;
+use taopipe::nets::{Model, RandomWeights};
+use taopipe::runtime::{Pipeline, Place, StopSignal};
+use taopipe::tuner::{Configuration, contiguous_places};
 
-use common::{RuntimeArgs, frame_input};
+use common::{Baseline, RuntimeArgs, frame_input};
 
 /// Streams frames of a net through a pipeline of stages on their own workers, and through
 /// the layer-parallel baseline under the same conditions, and prints both.
@@ -69,14 +70,14 @@ fn parse_list(text: &str, flag: &str) -> anyhow::Result<Vec<usize>> {
         .collect()
 }
 
-fn parse_places(text: &str) -> anyhow::Result<Vec<Place>> {
+fn parse_places(text: &str) -> anyhow::Result<Vec<(usize, usize)>> {
     text.split(',')
         .map(|t| {
             let (l, w) = t
                 .trim()
                 .split_once('+')
                 .with_context(|| format!("--places {text}: `{t}` is not `leader+width`"))?;
-            Ok(Place::new(
+            Ok((
                 l.parse()
                     .with_context(|| format!("--places: leader `{l}`"))?,
                 w.parse()
@@ -88,99 +89,46 @@ fn parse_places(text: &str) -> anyhow::Result<Vec<Place>> {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let Some(spec) = zoo::by_name(&cli.net) else {
-        bail!(
-            "--net {}: unknown net; choose one of {}",
-            cli.net,
-            zoo::NAMES.join(", ")
-        );
-    };
-    let spec = spec?;
+    let spec = common::zoo_net(&cli.net, &[])?;
     let rt = cli.runtime.runtime()?;
     let workers = rt.num_workers();
     let units = spec.units().len();
     let split = match &cli.split {
         Some(text) => parse_list(text, "--split")?,
+        None if workers.min(units) < 2 => vec![units],
         None => {
-            let stages = workers.min(units).max(1);
-            if stages == 1 {
-                vec![units]
-            } else {
-                let seeds = Seeds::from_net(&spec, stages)?;
-                seeds
-                    .top_k(stages, 1)?
-                    .first()
-                    .context("no seed")?
-                    .composition
-                    .clone()
-            }
+            let stages = workers.min(units);
+            Seeds::from_net(&spec, stages)?
+                .top_k(stages, 1)?
+                .first()
+                .context("no seed")?
+                .composition
+                .clone()
         }
     };
-    ensure!(
-        split.iter().all(|&u| u > 0),
-        "--split {split:?}: every stage needs at least one unit"
-    );
-    ensure!(
-        split.iter().sum::<usize>() == units,
-        "--split {split:?} covers {} units; {} has {units}",
-        split.iter().sum::<usize>(),
-        cli.net
-    );
     let places = match &cli.places {
         Some(text) => parse_places(text)?,
-        None => {
-            ensure!(
-                split.len() <= workers,
-                "{} stages need at least {} workers; this runtime has {workers}",
-                split.len(),
-                split.len()
-            );
-            (0..split.len())
-                .map(|i| {
-                    let r = split_range(workers, i, split.len());
-                    Place::new(r.start, r.len())
-                })
-                .collect()
-        }
+        None => contiguous_places(workers, split.len())?,
     };
-    ensure!(
-        places.len() == split.len(),
-        "--places gives {} places for {} stages",
-        places.len(),
-        split.len()
-    );
-    for p in &places {
+    // The tuner's configuration checks the split and the places (counts, overlaps, fit).
+    let config =
+        Configuration::with_places(&split, &places, units, workers).with_context(|| {
+            format!(
+                "--split {split:?} with places {places:?} for {} ({units} units)",
+                cli.net
+            )
+        })?;
+    for &(leader, width) in &places {
+        let place = Place::new(leader, width);
         ensure!(
-            rt.topology().is_allowed(*p),
-            "place {p} does not fit this runtime's {workers} worker(s)"
+            rt.topology().is_allowed(place),
+            "place {place} is not allowed by this runtime's layout"
         );
     }
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
     println!("{}", rt.topology());
     println!("speeds: {:?}", rt.speeds());
-    let mut start = 0;
-    let stages: Vec<Stage<Arc<Frame>>> = split
-        .iter()
-        .zip(&places)
-        .enumerate()
-        .map(|(i, (&n, &place))| {
-            let (m, range) = (model.clone(), start..start + n);
-            start += n;
-            Stage::new(format!("stage{i}"), place, move |f: &Arc<Frame>| {
-                m.stage_graph(f, range.clone(), place)
-            })
-        })
-        .collect();
-    let config: Vec<String> = split
-        .iter()
-        .zip(&places)
-        .map(|(n, p)| format!("{n}@{p}"))
-        .collect();
-    println!(
-        "{}: {units} units; pipeline [{}]",
-        cli.net,
-        config.join(", ")
-    );
+    println!("{}: {units} units; pipeline {config}", cli.net);
 
     // Warm-up: one frame through everything (pages in weights, sizes scratch buffers).
     model.forward(
@@ -191,24 +139,11 @@ fn main() -> anyhow::Result<()> {
     let bar = ProgressBar::new(2 * cli.frames).with_style(ProgressStyle::with_template(
         "{bar:30} {pos}/{len} frames {msg}",
     )?);
-
     bar.set_message("layer-parallel");
-    let mut base_ms = Vec::new();
-    let base_start = Instant::now();
-    for i in 0..cli.frames {
-        let t = Instant::now();
-        model.forward(
-            &rt,
-            frame_input(model.input_len(), cli.seed + i),
-            Place::new(0, workers),
-        )?;
-        base_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        bar.inc(1);
-    }
-    let base_fps = cli.frames as f64 / base_start.elapsed().as_secs_f64();
+    let base = Baseline::run(&rt, &model, cli.frames, cli.seed, &bar)?;
 
     bar.set_message("pipeline");
-    let pipeline = Pipeline::new(stages)?.with_queue(cli.queue)?;
+    let pipeline = Pipeline::new(LiveMeasure::stages(&model, &config))?.with_queue(cli.queue)?;
     let m = model.clone();
     let mut frames = (0..cli.frames).map(move |i| {
         Arc::new(
@@ -219,8 +154,6 @@ fn main() -> anyhow::Result<()> {
     let stats = pipeline.run(&rt, &mut frames, |_, _| bar.inc(1), &StopSignal::new())?;
     bar.finish_and_clear();
 
-    base_ms.sort_by(f64::total_cmp);
-    let pct = |v: &[f64], q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
     println!(
         "\n{:<16} {:>12} {:>12} {:>12}",
         "", "frames/s", "p50 ms", "p99 ms"
@@ -235,13 +168,13 @@ fn main() -> anyhow::Result<()> {
     println!(
         "{:<16} {:>12.2} {:>12.1} {:>12.1}",
         "layer-parallel",
-        base_fps,
-        pct(&base_ms, 0.5),
-        pct(&base_ms, 0.99)
+        base.fps,
+        base.percentile_ms(0.5),
+        base.percentile_ms(0.99)
     );
     println!(
         "pipeline / layer-parallel throughput: {:.2}",
-        stats.throughput_fps() / base_fps
+        stats.throughput_fps() / base.fps
     );
     println!(
         "\n{:<8} {:>8} {:>8} {:>10}",
@@ -257,16 +190,17 @@ fn main() -> anyhow::Result<()> {
         );
     }
     if let Some(path) = &cli.json {
+        let cpu = |w: usize| rt.topology().cpus()[w].id;
         let report = json!({
             "net": cli.net,
-            "cpus": rt.topology().cpus().iter().map(|c| c.id).collect::<Vec<_>>(),
+            "cpus": (0..workers).map(cpu).collect::<Vec<_>>(),
             "speeds": rt.speeds(),
-            "pipeline": {"stages": split.iter().zip(&places).zip(&stats.stages).map(|((n, p), s)| json!({
-                "layers": n, "cpus": (p.leader()..p.leader() + p.width()).map(|w| rt.topology().cpus()[w].id).collect::<Vec<_>>(),
-                "leader": p.leader(), "width": p.width(), "ms_per_frame": s.mean_ms()})).collect::<Vec<_>>()},
+            "pipeline": {"stages": config.stages().iter().zip(&stats.stages).map(|(c, s)| json!({
+                "layers": c.layers, "cpus": c.workers().map(cpu).collect::<Vec<_>>(),
+                "leader": c.leader, "width": c.width, "ms_per_frame": s.mean_ms()})).collect::<Vec<_>>()},
             "run": {"frames": stats.delivered, "throughput_fps": stats.throughput_fps(),
                     "latency_ms": {"p50": stats.latency_ms(0.5), "p99": stats.latency_ms(0.99)}},
-            "baseline": {"layer_parallel_fps": base_fps, "latency_ms": {"p50": pct(&base_ms, 0.5), "p99": pct(&base_ms, 0.99)}},
+            "baseline": {"layer_parallel_fps": base.fps, "latency_ms": {"p50": base.percentile_ms(0.5), "p99": base.percentile_ms(0.99)}},
         });
         common::write_json(path, &report)?;
     }

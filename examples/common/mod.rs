@@ -5,9 +5,14 @@ pub(crate) mod tune;
 
 use std::path::PathBuf;
 
-use anyhow::Context;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
 use clap::Args;
-use taopipe::runtime::{EmulationSpec, Runtime, Topology, parse_cpu_list};
+use indicatif::ProgressBar;
+use taopipe::dsl::NetSpec;
+use taopipe::nets::{Model, zoo};
+use taopipe::runtime::{EmulationSpec, Place, Runtime, Topology, parse_cpu_list};
 
 /// Where the runtime's workers run and how fast each cluster is.
 #[derive(Debug, Args)]
@@ -77,4 +82,56 @@ pub(crate) fn frame_input(len: usize, seed: u64) -> Vec<f32> {
             (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
         })
         .collect()
+}
+
+/// The zoo net `name`; an unknown name is an error listing the zoo's names and `also`.
+pub(crate) fn zoo_net(name: &str, also: &[&str]) -> anyhow::Result<NetSpec> {
+    match zoo::by_name(name) {
+        Some(spec) => Ok(spec?),
+        None => {
+            let names: Vec<&str> = zoo::NAMES.iter().chain(also).copied().collect();
+            bail!(
+                "--net {name}: unknown net; choose one of {}",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// The layer-parallel baseline (how ONNX Runtime and ARM-CL run): frames one at a time,
+/// every layer on all workers.
+pub(crate) struct Baseline {
+    /// Frames per second over the whole run.
+    pub(crate) fps: f64,
+    /// Each frame's time in ms, sorted.
+    ms: Vec<f64>,
+}
+
+impl Baseline {
+    /// Runs `frames` frames (inputs `frame_input(_, seed + i)`), moving `bar` once per frame.
+    pub(crate) fn run(
+        rt: &Runtime,
+        model: &Model,
+        frames: u64,
+        seed: u64,
+        bar: &ProgressBar,
+    ) -> anyhow::Result<Baseline> {
+        let everyone = Place::new(0, rt.num_workers());
+        let mut ms = Vec::new();
+        let start = Instant::now();
+        for i in 0..frames {
+            let t = Instant::now();
+            model.forward(rt, frame_input(model.input_len(), seed + i), everyone)?;
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            bar.inc(1);
+        }
+        let fps = frames as f64 / start.elapsed().as_secs_f64();
+        ms.sort_by(f64::total_cmp);
+        Ok(Baseline { fps, ms })
+    }
+
+    /// The `q` quantile (0..=1) of the frame times, in ms.
+    pub(crate) fn percentile_ms(&self, q: f64) -> f64 {
+        self.ms[((self.ms.len() - 1) as f64 * q).round() as usize]
+    }
 }

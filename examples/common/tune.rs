@@ -4,22 +4,21 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, ensure};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
 use taopipe::live::{LiveMeasure, LiveMode};
 use taopipe::nets::{Model, RandomWeights, zoo};
-use taopipe::runtime::{Pipeline, Place, Runtime, StopSignal};
+use taopipe::runtime::{Pipeline, Runtime, StopSignal};
 use taopipe::tuner::{
     Configuration, Exhaustive, Measure, MeasureError, PipeSearch, PlacePolicy, RandomWalk, Report,
     Robust, RobustOptions, SearchResult, SearchSpace, StageTimes, pipe_search_without_hints,
 };
 
-use super::{RuntimeArgs, frame_input};
+use super::{Baseline, RuntimeArgs, frame_input, zoo_net};
 
 /// Which search `--tune` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -99,19 +98,10 @@ fn parse_tune(text: &str) -> Result<usize, String> {
 
 fn load_net(name: &str, cli: &TuneCli) -> anyhow::Result<NetSpec> {
     if name == "random" {
-        return Ok(zoo::random_net(
-            cli.seed,
-            cli.depth,
-            WeightDistribution::LogUniform { min: 1, max: 64 },
-        )?);
+        let dist = WeightDistribution::LogUniform { min: 1, max: 64 };
+        return Ok(zoo::random_net(cli.seed, cli.depth, dist)?);
     }
-    match zoo::by_name(name) {
-        Some(spec) => Ok(spec?),
-        None => bail!(
-            "--net {name}: unknown net; choose one of {}, random",
-            zoo::NAMES.join(", ")
-        ),
-    }
+    zoo_net(name, &["random"])
 }
 
 /// Prints each trial (after the median of its repetitions) and moves the progress bar.
@@ -263,22 +253,8 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     });
     let stats = pipeline.run(&rt, &mut source, |_, _| bar.inc(1), &StopSignal::new())?;
     bar.set_message("layer-parallel");
-    let mut base_ms = Vec::new();
-    let base_start = Instant::now();
-    for i in 0..cli.frames {
-        let t = Instant::now();
-        model.forward(
-            &rt,
-            frame_input(model.input_len(), cli.seed + i),
-            Place::new(0, workers),
-        )?;
-        base_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        bar.inc(1);
-    }
-    let base_fps = cli.frames as f64 / base_start.elapsed().as_secs_f64();
+    let base = Baseline::run(&rt, &model, cli.frames, cli.seed, &bar)?;
     bar.finish_and_clear();
-    base_ms.sort_by(f64::total_cmp);
-    let pct = |q: f64| base_ms[((base_ms.len() - 1) as f64 * q).round() as usize];
 
     println!("\nchosen pipeline: {best}");
     println!(
@@ -308,13 +284,13 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     println!(
         "{:<16} {:>10.2} {:>10.1} {:>10.1}",
         "layer-parallel",
-        base_fps,
-        pct(0.5),
-        pct(0.99)
+        base.fps,
+        base.percentile_ms(0.5),
+        base.percentile_ms(0.99)
     );
     println!(
         "pipeline / layer-parallel throughput: {:.2}",
-        stats.throughput_fps() / base_fps
+        stats.throughput_fps() / base.fps
     );
 
     if let Some(path) = &cli.json {
@@ -334,7 +310,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
             "run": {"frames": stats.delivered, "throughput_fps": stats.throughput_fps(),
                     "latency_ms": {"p50": stats.latency_ms(0.5), "p99": stats.latency_ms(0.99)},
                     "stage_ms": stats.stages.iter().map(|s| s.mean_ms()).collect::<Vec<_>>()},
-            "baseline": {"layer_parallel_fps": base_fps, "latency_ms": {"p50": pct(0.5), "p99": pct(0.99)}},
+            "baseline": {"layer_parallel_fps": base.fps, "latency_ms": {"p50": base.percentile_ms(0.5), "p99": base.percentile_ms(0.99)}},
         });
         super::write_json(path, &report)?;
     }
