@@ -4,6 +4,7 @@
 //! This facade re-exports the workspace crates under one name.
 #![deny(missing_docs)]
 
+pub mod devices;
 pub mod live;
 
 pub use taopipe_dsl as dsl;
