@@ -10,9 +10,46 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use taopipe_dsl::SpeedScaled;
 use taopipe_nets::{Frame, Model, ModelError};
 use taopipe_runtime::{Pipeline, Place, Runtime, Stage, StopSignal};
-use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes};
+use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes, contiguous_places};
+
+/// The speed-aware seed key for `rt` as it runs now (beyond the paper; see
+/// [`SpeedScaled`]): stage `r` of `p` stages sits on the `r`-th of
+/// [`contiguous_places`]`(workers, p)`, whose time per unit of weight is taken as
+/// `1 / (slowest worker's speed × width)`.
+///
+/// The speeds are what the runtime knows — emulation factors (`--emulate`). A noisy
+/// neighbour it does not know about leaves every speed at 1, and then the seeds are
+/// exactly the paper's; measuring (Pipe-search) still finds the slow core.
+///
+/// ```
+/// use taopipe::dsl::{Seeds, StageKey};
+/// use taopipe::runtime::{EmulationSpec, Runtime, Topology};
+///
+/// let rt = Runtime::builder().topology(Topology::symmetric(2)?).pin(false).build()?;
+/// rt.emulate(&"w1=powersave".parse::<EmulationSpec>()?)?;
+/// let seeds = Seeds::new(&[1; 9], 2)?.with_key(taopipe::live::speed_key(&rt));
+/// assert_eq!(seeds.top_k(2, 1)?[0].composition, vec![6, 3]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn speed_key(rt: &Runtime) -> SpeedScaled {
+    let speeds = rt.speeds();
+    SpeedScaled::new(move |p, r| {
+        let Some((leader, width)) = contiguous_places(speeds.len(), p)
+            .ok()
+            .and_then(|places| places.get(r).copied())
+        else {
+            return 1.0;
+        };
+        let slowest = speeds[leader..leader + width]
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        1.0 / (slowest * width as f64)
+    })
+}
 
 /// A callback after each measurement.
 type OnTrial<'a> = dyn FnMut(&Configuration, &StageTimes) + 'a;

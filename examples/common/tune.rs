@@ -42,6 +42,14 @@ pub(crate) enum MeasureKind {
     Pipelined,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SeedKind {
+    /// The paper's CV order of stage weights.
+    Paper,
+    /// Stage weights scaled by each place's known speed and width.
+    Speed,
+}
+
 /// Tunes a CNN pipeline online by measuring (Pipe-search), then streams frames through the
 /// chosen pipeline and, under the same conditions, through the layer-parallel baseline
 /// (every layer on all workers, one frame at a time), and prints both.
@@ -57,6 +65,12 @@ pub(crate) struct TuneCli {
     /// The search: pipe, exhaustive, random or nohints.
     #[arg(long, value_enum, default_value_t = SearchKind::Pipe)]
     search: SearchKind,
+    /// How Pipe-search's seed lists are ranked: `paper` (CV of the stage weights, Alg. 1)
+    /// or `speed` (stage weights scaled by the known speed and width of each stage's
+    /// place, so the first seeds balance stage *times*; the same as `paper` when the
+    /// runtime knows of no speed difference).
+    #[arg(long, value_enum, default_value_t = SeedKind::Paper)]
+    seeds: SeedKind,
     /// How trials are measured.
     #[arg(long, value_enum, default_value_t = MeasureKind::Isolated)]
     measure: MeasureKind,
@@ -210,7 +224,10 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         c >= 2,
         "a pipeline needs at least 2 stages: this runtime has {workers} worker(s) and {name} {units} unit(s)"
     );
-    let seeds = Seeds::from_net(&spec, c)?;
+    let seeds = match cli.seeds {
+        SeedKind::Paper => Seeds::from_net(&spec, c)?,
+        SeedKind::Speed => Seeds::from_net(&spec, c)?.with_key(taopipe::live::speed_key(&rt)),
+    };
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
     println!("{}", rt.topology());
     println!("speeds: {:?}", rt.speeds());
@@ -295,10 +312,11 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
 
     if let Some(path) = &cli.json {
         let cpu = |w: usize| rt.topology().cpus()[w].id;
-        let search = match &report {
+        let mut search = match &report {
             Some(r) => serde_json::to_value(r)?,
             None => json!({"algorithm": "seed", "alpha": null, "trials": [], "tuning_s": 0.0}),
         };
+        search["seeds"] = json!(format!("{:?}", cli.seeds).to_lowercase());
         let report = json!({
             "net": name,
             "cpus": (0..workers).map(cpu).collect::<Vec<_>>(),

@@ -118,7 +118,10 @@ mod synth;
 pub use cv::{cv, stage_weights};
 pub use error::DslError;
 pub use layer::{INPUT, Layer, LayerKind, Source};
-pub use seeds::{EXHAUSTIVE_LIMIT, Seed, SeedIter, Seeds, composition_count, exhaustive_sorted};
+pub use seeds::{
+    EXHAUSTIVE_LIMIT, Seed, SeedIter, Seeds, SpeedScaled, SquaredWeight, StageKey,
+    composition_count, exhaustive_sorted,
+};
 pub use shape::Shape;
 pub use spec::{NetSpec, NetSpecBuilder, Unit};
 pub use synth::{

@@ -4,7 +4,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
-use std::ops::RangeInclusive;
+use std::ops::{Range, RangeInclusive};
+use std::sync::Arc;
 
 use crate::cv::cv_from;
 use crate::{DslError, NetSpec};
@@ -18,10 +19,18 @@ pub struct Seed {
     pub stage_weights: Vec<u64>,
     /// Coefficient of variation of `stage_weights` (a fraction; Eq. 3).
     pub cv: f64,
+    /// The sort key: `Σs²` for the paper's order, `Σ key(stage)` under a [`StageKey`].
+    pub key: u128,
 }
 
 impl Seed {
     fn new(composition: Vec<usize>, prefix: &[u64]) -> Self {
+        let mut seed = Seed::unkeyed(composition, prefix);
+        seed.key = seed.sum_of_squares();
+        seed
+    }
+
+    fn unkeyed(composition: Vec<usize>, prefix: &[u64]) -> Self {
         let mut stage_weights = Vec::with_capacity(composition.len());
         let mut start = 0;
         for &n in &composition {
@@ -34,6 +43,7 @@ impl Seed {
             composition,
             stage_weights,
             cv,
+            key: 0,
         }
     }
 
@@ -66,6 +76,86 @@ impl fmt::Display for Seed {
             self.stage_weights,
             self.cv * 100.0
         )
+    }
+}
+
+/// The sort key of one stage; a composition's key is the sum over its stages, and seed
+/// lists are sorted by it (ties lexicographic).
+///
+/// The paper's key (Alg. 1, [`SquaredWeight`]) is `(stage weight)²`: for a fixed stage
+/// count, ascending `Σs²` is ascending CV. Other keys rank the same compositions by
+/// something closer to stage *time* — [`SpeedScaled`] when the stages' places run at known,
+/// unequal speeds, or a per-layer time predictor (`taopipe_tuner::pipeit`).
+pub trait StageKey: Send + Sync + fmt::Debug {
+    /// The key of stage `stage` (0-based) of a `stages`-stage composition, holding the
+    /// layers `layers` of total weight `weight`.
+    fn key(&self, stages: usize, stage: usize, layers: Range<usize>, weight: u64) -> u128;
+}
+
+/// The paper's key, `(stage weight)²` (Alg. 1, Eq. 3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SquaredWeight;
+
+impl StageKey for SquaredWeight {
+    fn key(&self, _: usize, _: usize, _: Range<usize>, weight: u64) -> u128 {
+        u128::from(weight) * u128::from(weight)
+    }
+}
+
+/// Stage weights scaled by how slow each stage's place is: key `k · s²`, where `k` is the
+/// place's time per unit of weight (`1 / speed` for one worker, `1 / (speed · width)` for
+/// a wider place — whatever the caller's model says), relative to the fastest place.
+///
+/// Beyond the paper. Why `k·s²`: with the total weight fixed, `Σ kᵣ·sᵣ²` is least where
+/// every `kᵣ·sᵣ` — the stage's *time* — is equal (Lagrange), so the first seed balances
+/// times, not weights. When every `k` is equal the order is exactly the paper's.
+///
+/// `k` is quantised to 1/1024 of the fastest place's factor.
+///
+/// ```
+/// use taopipe_dsl::{Seeds, SpeedScaled};
+///
+/// // stage 0 on a full-speed core, stage 1 on one at half speed
+/// let key = SpeedScaled::new(|_stages, stage| if stage == 0 { 1.0 } else { 2.0 });
+/// let seeds = Seeds::new(&[1; 9], 2)?.with_key(key);
+/// assert_eq!(seeds.top_k(2, 1)?[0].composition, vec![6, 3]);
+/// assert_eq!(Seeds::new(&[1; 9], 2)?.top_k(2, 1)?[0].composition, vec![4, 5]);
+/// # Ok::<(), taopipe_dsl::DslError>(())
+/// ```
+#[derive(Clone)]
+pub struct SpeedScaled {
+    factor: Arc<dyn Fn(usize, usize) -> f64 + Send + Sync>,
+}
+
+impl SpeedScaled {
+    /// `factor(stages, stage)`: time per unit of weight of stage `stage`'s place when the
+    /// net runs in `stages` stages. Non-finite or non-positive factors count as 1.
+    pub fn new(factor: impl Fn(usize, usize) -> f64 + Send + Sync + 'static) -> Self {
+        SpeedScaled {
+            factor: Arc::new(factor),
+        }
+    }
+
+    fn scale(&self, stages: usize, stage: usize) -> u128 {
+        let k = |r| {
+            let f = (self.factor)(stages, r);
+            if f.is_finite() && f > 0.0 { f } else { 1.0 }
+        };
+        let fastest = (0..stages).map(k).fold(f64::INFINITY, f64::min);
+        ((k(stage) / fastest) * 1024.0).round().max(1.0) as u128
+    }
+}
+
+impl StageKey for SpeedScaled {
+    fn key(&self, stages: usize, stage: usize, _: Range<usize>, weight: u64) -> u128 {
+        let s = u128::from(weight);
+        (s * s).saturating_mul(self.scale(stages, stage))
+    }
+}
+
+impl fmt::Debug for SpeedScaled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SpeedScaled")
     }
 }
 
@@ -259,30 +349,51 @@ struct Node {
 pub struct SeedIter {
     prefix: Vec<u64>,
     stages: usize,
-    /// `rest[r][i]`: least Σs² splitting layers `i..M` into `r` stages (`u128::MAX`: impossible).
+    /// `cost[(r·(M+1) + i)·(M+1) + j]`: the key of stage `r` holding layers `i..j`.
+    cost: Vec<u128>,
+    /// `rest[r][i]`: least cost splitting layers `i..M` into the last `r` stages
+    /// (`u128::MAX`: impossible).
     rest: Vec<Vec<u128>>,
     heap: BinaryHeap<Reverse<Node>>,
 }
 
 impl SeedIter {
-    /// Starts the enumeration of `weights` split into `stages` stages.
+    /// Starts the enumeration of `weights` split into `stages` stages, in the paper's CV
+    /// order.
     ///
     /// # Errors
     ///
     /// [`DslError::InvalidStageCount`] unless `1 ≤ stages ≤ weights.len()`;
     /// [`DslError::TotalWeightOverflow`] if the weights add up beyond `u64`.
     pub fn new(weights: &[u64], stages: usize) -> Result<Self, DslError> {
+        SeedIter::with_key(weights, stages, &SquaredWeight)
+    }
+
+    /// Starts the enumeration in the order of `key`: ascending `Σ key(stage)`, ties
+    /// lexicographic, exactly as for the paper's key.
+    ///
+    /// # Errors
+    ///
+    /// As [`SeedIter::new`].
+    pub fn with_key(weights: &[u64], stages: usize, key: &dyn StageKey) -> Result<Self, DslError> {
         let m = weights.len();
         check_stages(m, stages)?;
         let prefix = prefix_sums(weights)?;
-        let seg = |i: usize, j: usize| {
-            let s = u128::from(prefix[j] - prefix[i]);
-            s * s
-        };
-        let mut rest = vec![vec![u128::MAX; m + 1]; stages + 1];
+        let n = m + 1;
+        let mut cost = vec![u128::MAX; stages * n * n];
+        for r in 0..stages {
+            for i in 0..m {
+                for j in i + 1..=m {
+                    cost[(r * n + i) * n + j] = key.key(stages, r, i..j, prefix[j] - prefix[i]);
+                }
+            }
+        }
+        let mut rest = vec![vec![u128::MAX; n]; stages + 1];
         rest[0][m] = 0;
         for r in 1..=stages {
-            // at least one layer now, and r - 1 layers left for the other stages
+            // the stage at position `stages - r`, with at least one layer, and r - 1
+            // layers left for the other stages
+            let stage = stages - r;
             let last = m.saturating_sub(r - 1);
             let prev = &rest[r - 1];
             let row: Vec<u128> = (0..=m)
@@ -292,7 +403,7 @@ impl SeedIter {
                         .take(last + 1)
                         .skip(i + 1)
                         .filter(|&(_, &tail)| tail != u128::MAX)
-                        .map(|(j, &tail)| seg(i, j) + tail)
+                        .map(|(j, &tail)| cost[(stage * n + i) * n + j].saturating_add(tail))
                         .min()
                         .unwrap_or(u128::MAX)
                 })
@@ -309,6 +420,7 @@ impl SeedIter {
         Ok(SeedIter {
             prefix,
             stages,
+            cost,
             rest,
             heap,
         })
@@ -333,7 +445,9 @@ impl Iterator for SeedIter {
         while let Some(Reverse(node)) = self.heap.pop() {
             let used = node.prefix.len();
             if used == self.stages {
-                return Some(Seed::new(node.prefix, &self.prefix));
+                let mut seed = Seed::unkeyed(node.prefix, &self.prefix);
+                seed.key = node.g;
+                return Some(seed);
             }
             let left = self.stages - used; // stages still to fill, >= 1
             let max_len = m - node.consumed - (left - 1);
@@ -341,15 +455,17 @@ impl Iterator for SeedIter {
             let min_len = if left == 1 { max_len } else { 1 };
             for n in min_len..=max_len {
                 let j = node.consumed + n;
-                let s = u128::from(self.prefix[j] - self.prefix[node.consumed]);
-                let g = node.g + s * s;
+                let width = m + 1;
+                let g = node
+                    .g
+                    .saturating_add(self.cost[(used * width + node.consumed) * width + j]);
                 let h = self.rest[left - 1][j];
                 debug_assert!(h != u128::MAX);
                 let mut prefix = Vec::with_capacity(self.stages);
                 prefix.extend_from_slice(&node.prefix);
                 prefix.push(n);
                 self.heap.push(Reverse(Node {
-                    f: g + h,
+                    f: g.saturating_add(h),
                     prefix,
                     consumed: j,
                     g,
@@ -382,10 +498,12 @@ impl Iterator for SeedIter {
 /// assert_eq!(seeds.top_k(3, 1)?[0].composition, vec![3, 2, 2]);
 /// # Ok::<(), taopipe_dsl::DslError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Seeds {
     weights: Vec<u64>,
     max_stages: usize,
+    /// `None`: the paper's key.
+    key: Option<Arc<dyn StageKey>>,
 }
 
 impl Seeds {
@@ -399,7 +517,19 @@ impl Seeds {
         Ok(Seeds {
             weights: weights.to_vec(),
             max_stages,
+            key: None,
         })
+    }
+
+    /// The same seeds, ranked by `key` instead of the paper's CV (see [`StageKey`]).
+    pub fn with_key(mut self, key: impl StageKey + 'static) -> Self {
+        self.key = Some(Arc::new(key));
+        self
+    }
+
+    /// The key the lists are sorted by, `None` for the paper's.
+    pub fn key(&self) -> Option<&dyn StageKey> {
+        self.key.as_deref()
     }
 
     /// Seeds of a net's pipeline units: the weights are [`NetSpec::unit_weights`], so a
@@ -423,13 +553,17 @@ impl Seeds {
         2..=self.max_stages.min(self.weights.len())
     }
 
-    /// All layer distributions with `stages` stages, lazily, CV ascending.
+    /// All layer distributions with `stages` stages, lazily, CV ascending (or by the
+    /// [`StageKey`] given to [`Seeds::with_key`]).
     ///
     /// # Errors
     ///
     /// [`DslError::InvalidStageCount`] unless `1 ≤ stages ≤ M`.
     pub fn iter(&self, stages: usize) -> Result<SeedIter, DslError> {
-        SeedIter::new(&self.weights, stages)
+        match &self.key {
+            None => SeedIter::new(&self.weights, stages),
+            Some(key) => SeedIter::with_key(&self.weights, stages, key.as_ref()),
+        }
     }
 
     /// The first `k` of [`Seeds::iter`].

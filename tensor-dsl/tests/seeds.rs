@@ -4,8 +4,8 @@
 use proptest::prelude::*;
 use std::time::{Duration, Instant};
 use taopipe_dsl::{
-    DslError, SYNTH1, SYNTH2, SYNTH3, Seed, SeedIter, Seeds, SplitMix64, composition_count, cv,
-    exhaustive_sorted, stage_weights,
+    DslError, SYNTH1, SYNTH2, SYNTH3, Seed, SeedIter, Seeds, SpeedScaled, SplitMix64, StageKey,
+    composition_count, cv, exhaustive_sorted, stage_weights,
 };
 
 fn comps(seeds: &[Seed]) -> Vec<Vec<usize>> {
@@ -287,5 +287,91 @@ fn vgg16_on_16_cores_all_stage_counts() -> Result<(), DslError> {
         let top = seeds.top_k(p, 20)?;
         assert_eq!(top[..], all[..top.len()], "p={p}");
     }
+    Ok(())
+}
+
+/// A key that depends on the stage position and the layers, not only the weight: the
+/// lazy search must still list compositions in ascending `Σ key`, ties lexicographic.
+#[derive(Debug)]
+struct Positional(Vec<u64>);
+
+impl StageKey for Positional {
+    fn key(
+        &self,
+        stages: usize,
+        stage: usize,
+        layers: std::ops::Range<usize>,
+        weight: u64,
+    ) -> u128 {
+        let bias = self.0[(stages * 7 + stage * 3 + layers.start + 5 * layers.end) % self.0.len()];
+        u128::from(weight) * u128::from(weight) * u128::from(1 + stage as u64 % 3)
+            + u128::from(bias)
+    }
+}
+
+/// Every composition, sorted by brute force: (Σ key, composition).
+fn brute_force_by_key(w: &[u64], p: usize, key: &dyn StageKey) -> Vec<(u128, Vec<usize>)> {
+    let mut all: Vec<(u128, Vec<usize>)> = exhaustive_sorted(w, p)
+        .expect("small space")
+        .into_iter()
+        .map(|seed| {
+            let mut start = 0;
+            let mut total = 0u128;
+            for (stage, &n) in seed.composition.iter().enumerate() {
+                let weight: u64 = w[start..start + n].iter().sum();
+                total += key.key(p, stage, start..start + n, weight);
+                start += n;
+            }
+            (total, seed.composition)
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+    #[test]
+    fn keyed_lazy_equals_brute_force(
+        w in prop::collection::vec(0u64..6, 1..=9),
+        bias in prop::collection::vec(0u64..20, 1..=5),
+    ) {
+        let key = Positional(bias);
+        for p in 1..=w.len() {
+            let lazy: Vec<(u128, Vec<usize>)> = SeedIter::with_key(&w, p, &key)
+                .expect("valid")
+                .map(|s| (s.key, s.composition))
+                .collect();
+            prop_assert_eq!(lazy, brute_force_by_key(&w, p, &key), "p={}", p);
+        }
+    }
+
+    /// Equal speed factors give exactly the paper's order.
+    #[test]
+    fn speed_scaled_with_equal_speeds_is_the_papers_order(
+        w in prop::collection::vec(0u64..50, 1..=10),
+        speed in 0.1f64..4.0,
+    ) {
+        let seeds = Seeds::new(&w, w.len()).expect("weights");
+        let scaled = seeds.clone().with_key(SpeedScaled::new(move |_, _| speed));
+        for p in 1..=w.len() {
+            let paper: Vec<Vec<usize>> = seeds.iter(p).expect("p").map(|s| s.composition).collect();
+            let same: Vec<Vec<usize>> = scaled.iter(p).expect("p").map(|s| s.composition).collect();
+            prop_assert_eq!(paper, same);
+        }
+    }
+}
+
+/// With the second of two stages twice as slow, the first seed gives it half the weight
+/// of the first, and the key is `Σ k·s²` with `k` relative to the fastest place.
+#[test]
+fn speed_scaled_balances_times() -> Result<(), DslError> {
+    let seeds = Seeds::new(&[3, 1, 2, 3, 3, 2, 1, 3, 3], 3)?
+        .with_key(SpeedScaled::new(|_, stage| [1.0, 2.0, 4.0][stage]));
+    let first = &seeds.top_k(2, 1)?[0];
+    assert_eq!(first.stage_weights, vec![14, 7]);
+    assert_eq!(first.key, 14 * 14 * 1024 + 7 * 7 * 2048);
+    // three stages at speeds 1, 1/2, 1/4: weights 12, 6, 3 balance the times exactly
+    assert_eq!(seeds.top_k(3, 1)?[0].stage_weights, vec![12, 6, 3]);
     Ok(())
 }

@@ -215,8 +215,25 @@ impl SimulatedPlatform {
         cost * self.place_factor(leader, width)
     }
 
+    /// The speed-aware seed key for this platform's [`PlacePolicy::Contiguous`] places:
+    /// stage `r` of `p` weighs its [`place_factor`](Self::place_factor). What a runtime
+    /// that knows its cores' speeds can give Pipe-search (see
+    /// [`SpeedScaled`](taopipe_dsl::SpeedScaled)); ignores noise, like the runtime would.
+    pub fn speed_key(&self) -> taopipe_dsl::SpeedScaled {
+        let sim = self.clone();
+        taopipe_dsl::SpeedScaled::new(move |p, r| {
+            contiguous_places(sim.workers(), p)
+                .ok()
+                .and_then(|places| places.get(r).copied())
+                .map_or(1.0, |(leader, width)| sim.place_factor(leader, width))
+        })
+    }
+
     /// Milliseconds per unit of cost on the place: `penalty / (min speed × width^eff)`.
-    fn place_factor(&self, leader: usize, width: usize) -> f64 {
+    ///
+    /// # Panics
+    /// If the place is outside the platform.
+    pub fn place_factor(&self, leader: usize, width: usize) -> f64 {
         let place = leader..leader + width;
         let speed = self.worker_speed[place.clone()]
             .iter()
