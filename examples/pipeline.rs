@@ -7,24 +7,37 @@
 //! cargo run --release --example pipeline -- --net vgg16
 //! cargo run --release --example pipeline -- --net vgg16 --split 9,12 --emulate w1=powersave
 //! cargo run --release --example pipeline -- --net resnet50 --split 30,22 --places 0+1,1+1 --json run.json
+//! cargo run --release --example pipeline -- --net vgg16 --emulate w1=powersave \
+//!     --mode switch --mapping BBBBBBBBBBBBBBBBBBLLL --speeds 1.0,0.5
 //! ```
 //! Without `--split` the pipeline is the best CV-sorted seed (paper Alg. 1) with as many
 //! stages as workers; without `--places` stage `i` gets a contiguous run of workers, widths
 //! as equal as possible.
+//!
+//! ARM-CO-UP's modes (`taopipe::switch`): `--mapping` names a device per unit (`B` = the
+//! fastest device, `L` = the next, or digits `0`–`9` into the device list the example
+//! prints); its runs of equal characters are the stages (pipeline mode) or the runs one
+//! frame takes in turn (`--mode switch`, lowest latency per frame). `--speeds` scales each
+//! stage's or run's workers below their current speed (emulated DVFS; `1` = unchanged).
 
 mod common;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, ensure};
-use clap::Parser;
+use std::ops::Range;
+
+use anyhow::{Context, bail, ensure};
+use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use taopipe::devices::devices;
 use taopipe::dsl::Seeds;
 use taopipe::live::LiveMeasure;
 use taopipe::nets::{Model, RandomWeights};
 use taopipe::runtime::{Pipeline, Place, StopSignal};
+use taopipe::switch::{ScaledSpeeds, Switch, SwitchRun};
+use taopipe::tuner::mapping::Mapping;
 use taopipe::tuner::{Configuration, contiguous_places};
 
 use common::{Baseline, RuntimeArgs, frame_input};
@@ -39,13 +52,30 @@ struct Cli {
     /// The net: vgg16, alexnet, resnet50, synth1, synth2 or synth3.
     #[arg(long, default_value = "vgg16")]
     net: String,
+    /// How frames run: `pipeline` (every stage works on its own frame at once: throughput)
+    /// or `switch` (one frame at a time, its runs one after another, each on its own
+    /// workers: ARM-CO-UP's switch mode, latency).
+    #[arg(long, value_enum, default_value_t = Mode::Pipeline)]
+    mode: Mode,
     /// Units per stage, e.g. `8,13` (must add up to the net's units). Default: the best
     /// CV-sorted seed with one stage per worker.
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", conflicts_with = "mapping")]
     split: Option<String>,
     /// Each stage's place as `leader+width`, e.g. `0+1,1+1`. Default: contiguous runs.
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", conflicts_with = "mapping")]
     places: Option<String>,
+    /// A device per unit, ARM-CO-UP style, instead of `--split`/`--places`: `B` = device 0
+    /// (the fastest), `L` = device 1, or digits `0`-`9` into the device list printed at
+    /// start (devices = clusters split by current speed, fastest first), e.g.
+    /// `BBBBBBBBBBBBBBBBBBLLL` for VGG16's 21 units. Each run of one character is a stage
+    /// (pipeline mode: a device may hold only one run) or a switch-mode run.
+    #[arg(long, value_name = "STRING")]
+    mapping: Option<String>,
+    /// A speed factor in (0, 1] per stage or run, e.g. `1.0,0.5`: its workers run at that
+    /// fraction of their current (emulated) speed while it runs — DVFS, emulated. Default:
+    /// all 1 (unchanged).
+    #[arg(long, value_name = "LIST")]
+    speeds: Option<String>,
     /// Frames to stream (each run, pipeline and baseline).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     frames: u64,
@@ -58,6 +88,41 @@ struct Cli {
     /// Write a JSON report here (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+}
+
+/// ARM-CO-UP's two modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// Stages on their own workers, frames overlapping.
+    Pipeline,
+    /// One frame at a time, runs in turn.
+    Switch,
+}
+
+fn parse_speeds(text: &str) -> anyhow::Result<Vec<f64>> {
+    text.split(',')
+        .map(|t| {
+            let speed = t
+                .trim()
+                .parse::<f64>()
+                .with_context(|| format!("--speeds {text}: `{t}` is not a number"))?;
+            ensure!(
+                speed > 0.0 && speed <= 1.0,
+                "--speeds {text}: {speed} is not a speed factor in (0, 1]"
+            );
+            Ok(speed)
+        })
+        .collect()
+}
+
+/// What one mode's stream measured, in one shape for the table and the JSON report.
+struct Outcome {
+    fps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    frames: u64,
+    /// Per stage or run: units, place, speed factor, ms per frame.
+    parts: Vec<(Range<usize>, Place, f64, f64)>,
 }
 
 fn parse_list(text: &str, flag: &str) -> anyhow::Result<Vec<usize>> {
@@ -93,42 +158,106 @@ fn main() -> anyhow::Result<()> {
     let rt = cli.runtime.runtime()?;
     let workers = rt.num_workers();
     let units = spec.units().len();
-    let split = match &cli.split {
-        Some(text) => parse_list(text, "--split")?,
-        None if workers.min(units) < 2 => vec![units],
-        None => {
-            let stages = workers.min(units);
-            Seeds::from_net(&spec, stages)?
-                .top_k(stages, 1)?
-                .first()
-                .context("no seed")?
-                .composition
-                .clone()
-        }
-    };
-    let places = match &cli.places {
-        Some(text) => parse_places(text)?,
-        None => contiguous_places(workers, split.len())?,
-    };
-    // The tuner's configuration checks the split and the places (counts, overlaps, fit).
-    let config =
-        Configuration::with_places(&split, &places, units, workers).with_context(|| {
-            format!(
-                "--split {split:?} with places {places:?} for {} ({units} units)",
-                cli.net
-            )
-        })?;
-    for &(leader, width) in &places {
-        let place = Place::new(leader, width);
+    let devs = devices(&rt);
+    // The plan: each stage's (pipeline) or run's (switch) units and place; a pipeline
+    // configuration where pipeline mode can have one.
+    let (runs, config, mapping): (Vec<(Range<usize>, Place)>, Option<Configuration>, _) =
+        if let Some(text) = &cli.mapping {
+            let mapping = Mapping::parse(text, units, devs.len()).with_context(|| {
+                format!("--mapping for {} on {} device(s)", cli.net, devs.len())
+            })?;
+            let runs = mapping
+                .runs()
+                .into_iter()
+                .map(|(r, d)| (r, devs[d].place))
+                .collect();
+            let config = match cli.mode {
+                Mode::Pipeline => {
+                    let places: Vec<(usize, usize)> = devs
+                        .iter()
+                        .map(|d| (d.place.leader(), d.place.width()))
+                        .collect();
+                    Some(mapping.pipeline(&places, workers).context("--mapping")?)
+                }
+                Mode::Switch => None,
+            };
+            (runs, config, Some(mapping))
+        } else {
+            let split = match &cli.split {
+                Some(text) => parse_list(text, "--split")?,
+                None if workers.min(units) < 2 => vec![units],
+                None => {
+                    let stages = workers.min(units);
+                    Seeds::from_net(&spec, stages)?
+                        .top_k(stages, 1)?
+                        .first()
+                        .context("no seed")?
+                        .composition
+                        .clone()
+                }
+            };
+            let places = match &cli.places {
+                Some(text) => parse_places(text)?,
+                None => contiguous_places(workers, split.len())?,
+            };
+            // The tuner's configuration checks the split and the places (counts, overlaps, fit).
+            let config =
+                Configuration::with_places(&split, &places, units, workers).with_context(|| {
+                    format!(
+                        "--split {split:?} with places {places:?} for {} ({units} units)",
+                        cli.net
+                    )
+                })?;
+            let runs = config
+                .unit_ranges()
+                .into_iter()
+                .zip(config.places())
+                .map(|(r, (l, w))| (r, Place::new(l, w)))
+                .collect();
+            (runs, Some(config), None)
+        };
+    for (_, place) in &runs {
         ensure!(
-            rt.topology().is_allowed(place),
+            rt.topology().is_allowed(*place),
             "place {place} is not allowed by this runtime's layout"
+        );
+    }
+    let speeds = match &cli.speeds {
+        Some(text) => parse_speeds(text)?,
+        None => vec![1.0; runs.len()],
+    };
+    if speeds.len() != runs.len() {
+        bail!(
+            "--speeds gives {} factor(s), but the plan has {} {}",
+            speeds.len(),
+            runs.len(),
+            if cli.mode == Mode::Switch {
+                "run(s)"
+            } else {
+                "stage(s)"
+            }
         );
     }
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
     println!("{}", rt.topology());
     println!("speeds: {:?}", rt.speeds());
-    println!("{}: {units} units; pipeline {config}", cli.net);
+    for (i, d) in devs.iter().enumerate() {
+        println!("device {i}: workers {} at speed {}", d.place, d.speed);
+    }
+    let plan: Vec<String> = runs
+        .iter()
+        .zip(&speeds)
+        .map(|((r, p), s)| format!("{}..{}@{p}x{s}", r.start, r.end))
+        .collect();
+    println!(
+        "{}: {units} units; {:?} mode{}; units@place x speed: {}",
+        cli.net,
+        cli.mode,
+        mapping
+            .as_ref()
+            .map_or(String::new(), |m| format!(" mapping {m}")),
+        plan.join(" ")
+    );
 
     // Warm-up: one frame through everything (pages in weights, sizes scratch buffers).
     model.forward(
@@ -142,16 +271,68 @@ fn main() -> anyhow::Result<()> {
     bar.set_message("layer-parallel");
     let base = Baseline::run(&rt, &model, cli.frames, cli.seed, &bar)?;
 
-    bar.set_message("pipeline");
-    let pipeline = Pipeline::new(LiveMeasure::stages(&model, &config))?.with_queue(cli.queue)?;
+    let label = match cli.mode {
+        Mode::Pipeline => "pipeline",
+        Mode::Switch => "switch",
+    };
+    bar.set_message(label);
     let m = model.clone();
-    let mut frames = (0..cli.frames).map(move |i| {
-        Arc::new(
-            m.frame(frame_input(m.input_len(), cli.seed + i))
-                .expect("input length matches"),
-        )
+    let inputs = (0..cli.frames).map(move |i| {
+        m.frame(frame_input(m.input_len(), cli.seed + i))
+            .expect("input length matches")
     });
-    let stats = pipeline.run(&rt, &mut frames, |_, _| bar.inc(1), &StopSignal::new())?;
+    let outcome = match cli.mode {
+        Mode::Pipeline => {
+            let config = config
+                .as_ref()
+                .context("pipeline mode has a configuration")?;
+            let pipeline =
+                Pipeline::new(LiveMeasure::stages(&model, config))?.with_queue(cli.queue)?;
+            let scales: Vec<(Place, f64)> = runs
+                .iter()
+                .map(|(_, p)| *p)
+                .zip(speeds.iter().copied())
+                .collect();
+            let _dvfs = ScaledSpeeds::apply(&rt, &scales)?; // per-stage, restored on drop
+            let mut frames = inputs.map(Arc::new);
+            let stats = pipeline.run(&rt, &mut frames, |_, _| bar.inc(1), &StopSignal::new())?;
+            Outcome {
+                fps: stats.throughput_fps(),
+                p50_ms: stats.latency_ms(0.5),
+                p99_ms: stats.latency_ms(0.99),
+                frames: stats.delivered,
+                parts: runs
+                    .iter()
+                    .zip(&speeds)
+                    .zip(&stats.stages)
+                    .map(|(((r, p), s), st)| (r.clone(), *p, *s, st.mean_ms()))
+                    .collect(),
+            }
+        }
+        Mode::Switch => {
+            let plan = runs
+                .iter()
+                .zip(&speeds)
+                .map(|((units, place), &speed)| SwitchRun {
+                    units: units.clone(),
+                    place: *place,
+                    speed,
+                })
+                .collect();
+            let stats = Switch::new(model.clone(), plan)?.run(&rt, inputs, |_, _| bar.inc(1))?;
+            Outcome {
+                fps: stats.throughput_fps(),
+                p50_ms: stats.latency_quantile_ms(0.5),
+                p99_ms: stats.latency_quantile_ms(0.99),
+                frames: stats.frames,
+                parts: stats
+                    .runs
+                    .iter()
+                    .map(|r| (r.units.clone(), r.place, r.speed, r.mean_ms()))
+                    .collect(),
+            }
+        }
+    };
     bar.finish_and_clear();
 
     println!(
@@ -160,10 +341,7 @@ fn main() -> anyhow::Result<()> {
     );
     println!(
         "{:<16} {:>12.2} {:>12.1} {:>12.1}",
-        "pipeline",
-        stats.throughput_fps(),
-        stats.latency_ms(0.5),
-        stats.latency_ms(0.99)
+        label, outcome.fps, outcome.p50_ms, outcome.p99_ms
     );
     println!(
         "{:<16} {:>12.2} {:>12.1} {:>12.1}",
@@ -173,20 +351,26 @@ fn main() -> anyhow::Result<()> {
         base.percentile_ms(0.99)
     );
     println!(
-        "pipeline / layer-parallel throughput: {:.2}",
-        stats.throughput_fps() / base.fps
+        "{label} / layer-parallel throughput: {:.2}",
+        outcome.fps / base.fps
     );
+    let part = if cli.mode == Mode::Switch {
+        "run"
+    } else {
+        "stage"
+    };
     println!(
-        "\n{:<8} {:>8} {:>8} {:>10}",
-        "stage", "place", "units", "ms/frame"
+        "\n{:<8} {:>8} {:>8} {:>8} {:>10}",
+        part, "place", "units", "speed", "ms/frame"
     );
-    for (s, n) in stats.stages.iter().zip(&split) {
+    for (i, (r, p, s, ms)) in outcome.parts.iter().enumerate() {
         println!(
-            "{:<8} {:>8} {:>8} {:>10.1}",
-            s.name,
-            s.place.to_string(),
-            n,
-            s.mean_ms()
+            "{:<8} {:>8} {:>8} {:>8} {:>10.1}",
+            format!("{part}{i}"),
+            p.to_string(),
+            format!("{}..{}", r.start, r.end),
+            s,
+            ms
         );
     }
     if let Some(path) = &cli.json {
@@ -195,11 +379,19 @@ fn main() -> anyhow::Result<()> {
             "net": cli.net,
             "cpus": (0..workers).map(cpu).collect::<Vec<_>>(),
             "speeds": rt.speeds(),
-            "pipeline": {"stages": config.stages().iter().zip(&stats.stages).map(|(c, s)| json!({
-                "layers": c.layers, "cpus": c.workers().map(cpu).collect::<Vec<_>>(),
-                "leader": c.leader, "width": c.width, "ms_per_frame": s.mean_ms()})).collect::<Vec<_>>()},
-            "run": {"frames": stats.delivered, "throughput_fps": stats.throughput_fps(),
-                    "latency_ms": {"p50": stats.latency_ms(0.5), "p99": stats.latency_ms(0.99)}},
+            "devices": devs.iter().map(|d| json!({
+                "leader": d.place.leader(), "width": d.place.width(), "speed": d.speed,
+                "cluster": d.cluster})).collect::<Vec<_>>(),
+            "mode": label,
+            "mapping": mapping.as_ref().map(ToString::to_string),
+            // one entry per pipeline stage (pipeline mode) or run (switch mode)
+            "plan": outcome.parts.iter().map(|(r, p, s, ms)| json!({
+                "units": [r.start, r.end], "layers": r.len(),
+                "cpus": p.workers().map(cpu).collect::<Vec<_>>(),
+                "leader": p.leader(), "width": p.width(), "speed_factor": s,
+                "ms_per_frame": ms})).collect::<Vec<_>>(),
+            "run": {"frames": outcome.frames, "throughput_fps": outcome.fps,
+                    "latency_ms": {"p50": outcome.p50_ms, "p99": outcome.p99_ms}},
             "baseline": {"layer_parallel_fps": base.fps, "latency_ms": {"p50": base.percentile_ms(0.5), "p99": base.percentile_ms(0.99)}},
         });
         common::write_json(path, &report)?;

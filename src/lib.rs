@@ -4,8 +4,12 @@
 //! This facade re-exports the workspace crates under one name.
 #![deny(missing_docs)]
 
+pub mod calibrate;
+pub mod codl;
 pub mod devices;
 pub mod live;
+pub mod profile;
+pub mod switch;
 
 pub use taopipe_dsl as dsl;
 pub use taopipe_nets as nets;

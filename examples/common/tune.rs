@@ -12,7 +12,7 @@ use serde_json::json;
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
 use taopipe::live::{LiveMeasure, LiveMode};
 use taopipe::nets::{Model, RandomWeights, zoo};
-use taopipe::runtime::{Pipeline, Runtime, StopSignal};
+use taopipe::runtime::{Pipeline, PipelineStats, Runtime, StopSignal};
 use taopipe::tuner::{
     Configuration, Exhaustive, Measure, MeasureError, PipeSearch, PlacePolicy, RandomWalk, Report,
     Robust, RobustOptions, SearchResult, SearchSpace, StageTimes, pipe_search_without_hints,
@@ -145,70 +145,104 @@ impl<M: Measure> Measure for Shown<'_, M> {
     }
 }
 
-fn search(
-    cli: &TuneCli,
-    alpha: usize,
+/// A live search: the measurement and stopping settings of one `--tune` run.
+pub(crate) struct LiveSearch {
+    pub(crate) kind: SearchKind,
+    pub(crate) alpha: usize,
+    /// Most stages (C).
+    pub(crate) max_stages: usize,
+    pub(crate) reps: u64,
+    pub(crate) measure: MeasureKind,
+    /// Seed of the input frame and of the random search.
+    pub(crate) seed: u64,
+}
+
+impl LiveSearch {
+    /// Runs the search on `model` (Pipe-search from `seeds`), printing one line per trial
+    /// under a progress bar.
+    pub(crate) fn run(
+        &self,
+        rt: &Runtime,
+        model: &Arc<Model>,
+        seeds: &Seeds,
+    ) -> anyhow::Result<SearchResult> {
+        let (alpha, c) = (self.alpha, self.max_stages);
+        let workers = rt.num_workers();
+        let units = model.spec().units().len();
+        let space = SearchSpace::new(units, workers, c, PlacePolicy::Contiguous);
+        let expected = match self.kind {
+            SearchKind::Exhaustive => space.size() as u64,
+            _ => (alpha * (c + 1)) as u64,
+        };
+        let bar = ProgressBar::new(expected).with_style(ProgressStyle::with_template(
+            "{bar:30} {pos}/~{len} trials {msg}",
+        )?);
+        bar.suspend(|| {
+            println!(
+                "{:>5}  {:<36} {:>12}  stage ms",
+                "trial", "configuration", "slowest ms"
+            )
+        });
+        let mode = match self.measure {
+            MeasureKind::Isolated => LiveMode::Isolated,
+            MeasureKind::Pipelined => LiveMode::Pipelined { frames: 4 },
+        };
+        let live = LiveMeasure::new(
+            rt,
+            model.clone(),
+            frame_input(model.input_len(), self.seed),
+            mode,
+        )?;
+        let robust = Robust::new(
+            live,
+            RobustOptions {
+                warmup: 1,
+                repetitions: self.reps as usize,
+                mad_k: 3.0,
+            },
+        );
+        let mut measure = Shown {
+            inner: robust,
+            bar: &bar,
+            trials: 0,
+        };
+        let search = PipeSearch::new(alpha, workers);
+        let result = match self.kind {
+            SearchKind::Pipe => search.run(seeds, &mut measure)?,
+            SearchKind::Exhaustive => Exhaustive::new(space).run(&mut measure)?,
+            SearchKind::Random => RandomWalk {
+                space,
+                seed: self.seed,
+                target_ms: None,
+                budget: alpha * (c + 1),
+            }
+            .run(&mut measure)?,
+            SearchKind::Nohints => pipe_search_without_hints(&search, units, c, &mut measure)?,
+        };
+        bar.finish_and_clear();
+        Ok(result)
+    }
+}
+
+/// Streams `frames` frames (inputs `frame_input(_, seed + i)`) through the pipeline of
+/// `config`, moving `bar` once per frame.
+pub(crate) fn stream(
     rt: &Runtime,
     model: &Arc<Model>,
-    seeds: &Seeds,
-    c: usize,
-) -> anyhow::Result<SearchResult> {
-    let workers = rt.num_workers();
-    let units = model.spec().units().len();
-    let expected = match cli.search {
-        SearchKind::Exhaustive => {
-            SearchSpace::new(units, workers, c, PlacePolicy::Contiguous).size() as u64
-        }
-        _ => (alpha * (c + 1)) as u64,
-    };
-    let bar = ProgressBar::new(expected).with_style(ProgressStyle::with_template(
-        "{bar:30} {pos}/~{len} trials {msg}",
-    )?);
-    bar.suspend(|| {
-        println!(
-            "{:>5}  {:<36} {:>12}  stage ms",
-            "trial", "configuration", "slowest ms"
+    config: &Configuration,
+    frames: u64,
+    seed: u64,
+    bar: &ProgressBar,
+) -> anyhow::Result<PipelineStats> {
+    let pipeline = Pipeline::new(LiveMeasure::stages(model, config))?;
+    let m = model.clone();
+    let mut source = (0..frames).map(move |i| {
+        Arc::new(
+            m.frame(frame_input(m.input_len(), seed + i))
+                .expect("input length"),
         )
     });
-    let mode = match cli.measure {
-        MeasureKind::Isolated => LiveMode::Isolated,
-        MeasureKind::Pipelined => LiveMode::Pipelined { frames: 4 },
-    };
-    let live = LiveMeasure::new(
-        rt,
-        model.clone(),
-        frame_input(model.input_len(), cli.seed),
-        mode,
-    )?;
-    let robust = Robust::new(
-        live,
-        RobustOptions {
-            warmup: 1,
-            repetitions: cli.reps as usize,
-            mad_k: 3.0,
-        },
-    );
-    let mut measure = Shown {
-        inner: robust,
-        bar: &bar,
-        trials: 0,
-    };
-    let search = PipeSearch::new(alpha, workers);
-    let space = SearchSpace::new(units, workers, c, PlacePolicy::Contiguous);
-    let result = match cli.search {
-        SearchKind::Pipe => search.run(seeds, &mut measure)?,
-        SearchKind::Exhaustive => Exhaustive::new(space).run(&mut measure)?,
-        SearchKind::Random => RandomWalk {
-            space,
-            seed: cli.seed,
-            target_ms: None,
-            budget: alpha * (c + 1),
-        }
-        .run(&mut measure)?,
-        SearchKind::Nohints => pipe_search_without_hints(&search, units, c, &mut measure)?,
-    };
-    bar.finish_and_clear();
-    Ok(result)
+    Ok(pipeline.run(rt, &mut source, |_, _| bar.inc(1), &StopSignal::new())?)
 }
 
 /// Runs the tool for the example `default_net`.
@@ -239,7 +273,15 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     let (best, report) = match cli.tune {
         Some(alpha) => {
             let algorithm = format!("{:?}", cli.search).to_lowercase();
-            let result = search(&cli, alpha, &rt, &model, &seeds, c)?;
+            let search = LiveSearch {
+                kind: cli.search,
+                alpha,
+                max_stages: c,
+                reps: cli.reps,
+                measure: cli.measure,
+                seed: cli.seed,
+            };
+            let result = search.run(&rt, &model, &seeds)?;
             let report = Report::new(&algorithm, Some(alpha), &result);
             println!("\n{report}");
             (result.best, Some(report))
@@ -259,16 +301,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         "{bar:30} {pos}/{len} frames {msg}",
     )?);
     bar.set_message("pipeline");
-    let pipeline = Pipeline::new(LiveMeasure::stages(&model, &best))?;
-    let m = model.clone();
-    let seed = cli.seed;
-    let mut source = (0..cli.frames).map(move |i| {
-        Arc::new(
-            m.frame(frame_input(m.input_len(), seed + i))
-                .expect("input length"),
-        )
-    });
-    let stats = pipeline.run(&rt, &mut source, |_, _| bar.inc(1), &StopSignal::new())?;
+    let stats = stream(&rt, &model, &best, cli.frames, cli.seed, &bar)?;
     bar.set_message("layer-parallel");
     let base = Baseline::run(&rt, &model, cli.frames, cli.seed, &bar)?;
     bar.finish_and_clear();

@@ -41,6 +41,7 @@ mod naive;
 pub mod pool;
 mod reduce;
 pub mod softmax;
+mod split;
 pub mod tensor;
 #[cfg(test)]
 mod test_util;
@@ -58,5 +59,6 @@ pub use crate::kernel::{ChunkPlan, Kernel, Scratch, TARGET_CHUNKS};
 pub use crate::model::{Frame, Model, ModelError, torch_name};
 pub use crate::pool::{Pool2d, PoolKind, PoolParams};
 pub use crate::softmax::Softmax;
+pub use crate::split::{CHANNEL_LOCAL, Chain, LayerSplit, SplitError, SplitPlan};
 pub use crate::tensor::{Shape, Tensor};
 pub use crate::weights::{Init, RandomWeights, SafetensorsFile, WeightError, Weights};

@@ -124,7 +124,7 @@ impl Frame {
             .map(|b| b.read().expect("the frame's graph has finished").to_vec())
     }
 
-    fn buffer(&self, source: Source) -> &Arc<SharedSlice<f32>> {
+    pub(crate) fn buffer(&self, source: Source) -> &Arc<SharedSlice<f32>> {
         match source {
             Source::Layer(j) => &self.outputs[j],
             Source::Input | Source::Previous => &self.input,
@@ -133,8 +133,9 @@ impl Frame {
 }
 
 thread_local! {
-    /// Each worker's scratch (im2col tiles), reused across layers and frames.
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+    /// Each worker's scratch (im2col tiles), reused across layers and frames (and by the
+    /// split halves of `split.rs`).
+    pub(crate) static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
 }
 
 fn shape(s: taopipe_dsl::Shape) -> Shape {
@@ -390,6 +391,25 @@ impl Model {
     /// Whether layer `index` runs a task (false for folded, fused and flatten layers).
     pub fn runs_task(&self, index: usize) -> bool {
         matches!(self.steps.get(index), Some(Step::Run { .. }))
+    }
+
+    /// The kernel and resolved input sources of layer `index`; `None` for a layer that runs
+    /// no task (folded, fused, flatten) or is out of range. `split.rs` builds its tasks from
+    /// these.
+    pub(crate) fn run_step(&self, index: usize) -> Option<(&Arc<dyn Kernel>, &[Source])> {
+        match self.steps.get(index) {
+            Some(Step::Run { kernel, inputs }) => Some((kernel, inputs)),
+            _ => None,
+        }
+    }
+
+    /// The layer whose task writes the net's output (the last layer, or the one it aliases);
+    /// `None` when the output is the input itself.
+    pub(crate) fn output_producer(&self) -> Option<usize> {
+        match resolve(&self.steps, Source::Layer(self.steps.len().checked_sub(1)?)) {
+            Source::Layer(j) => Some(j),
+            _ => None,
+        }
     }
 
     /// Floating-point operations of one frame (multiply-add = 2).

@@ -26,8 +26,11 @@
 
 mod baselines;
 mod config;
+pub mod mapping;
 mod measure;
+pub mod mosaic;
 mod pipe_search;
+pub mod pipeit;
 mod report;
 mod simulated;
 mod trial;

@@ -1,0 +1,332 @@
+//! Calibrate Pipe-it's per-layer time predictor on this machine (paper Eq. 3–8), and check
+//! it against every unit of the zoo's nets (the paper's Table III).
+//!
+//! ```text
+//! cargo run --release --example calibrate -- --out calibration.json
+//! cargo run --release --example calibrate -- --calibration calibration.json --report
+//! cargo run --release --example calibrate -- --emulate w1=powersave --report --json report.json
+//! ```
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use taopipe::calibrate::{CalibrateOptions, calibrate, core_types, measure_units};
+use taopipe::nets::{Model, RandomWeights};
+use taopipe::tuner::pipeit::{
+    Accuracy, Calibration, CoreType, ErrorStats, Op, Predictor, TimeMatrix, accuracy, describe,
+    plan,
+};
+
+use common::{RuntimeArgs, frame_input, write_json, zoo_net};
+
+/// Calibrates Pipe-it's layer time predictor on this machine, once per device.
+///
+/// Pipe-it (Wang et al., TCAD 2020) predicts each layer's time on k cores of one core type
+/// from its GEMM sizes N, K, M (Eq. 5, per core type) and its split into chunks (Eq. 6-8),
+/// and plans a pipeline from the predictions. This tool runs the micro-benchmark grid
+/// (101 single layers: convolutions spanning the zoo's N, K, M; fully connected,
+/// pooling and element-wise layers) with the real kernels on every core type (the runtime's
+/// devices: clusters split by emulated speed, fastest first) at every width, and fits the
+/// predictor. `--out` saves the samples as JSON so a device is calibrated once;
+/// `--calibration` reuses a saved file. `--report` then measures every unit of VGG16,
+/// AlexNet and ResNet50 on every core type and width and prints the prediction error as the
+/// paper's Table III does (mean and largest |error| %, over the units holding a
+/// convolution, then over all units), and the pipeline Pipe-it's search plans from the
+/// predictions.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about)]
+struct Cli {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    /// Save the calibration (machine and samples) as JSON here.
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+    /// Use this saved calibration instead of running the grid. It must come from a machine
+    /// with the same core types (count and cores each) as this runtime.
+    #[arg(long, value_name = "PATH")]
+    calibration: Option<PathBuf>,
+    /// Measure every unit of the nets and print the prediction error per core type and
+    /// width (Table III), and Pipe-it's planned pipeline for each net.
+    #[arg(long)]
+    report: bool,
+    /// The nets of the report, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "vgg16,alexnet,resnet50")]
+    nets: Vec<String>,
+    /// Runs per measurement; the median is kept (the first run warms up).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
+    reps: u64,
+    /// Seed of the random weights and inputs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the fit and the report as JSON here (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+fn bar(len: usize, what: &str) -> anyhow::Result<ProgressBar> {
+    Ok(
+        ProgressBar::new(len as u64).with_style(ProgressStyle::with_template(&format!(
+            "{{bar:30}} {{pos}}/{{len}} {what} {{msg}}"
+        ))?),
+    )
+}
+
+/// `T0x2`: core type 0, 2 cores (the paper's `2B`).
+fn label(core_type: usize, width: usize) -> String {
+    format!("T{core_type}x{width}")
+}
+
+fn cell(s: &ErrorStats) -> String {
+    if s.count == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.1}/{:.0}", s.mean_abs_pct, s.max_abs_pct)
+    }
+}
+
+/// Mean and largest |error| of the grid's own samples, per core type and kind (in-sample).
+fn grid_errors(cal: &Calibration, p: &Predictor) -> BTreeMap<(usize, Op), ErrorStats> {
+    let mut errors: BTreeMap<(usize, Op), Vec<f64>> = BTreeMap::new();
+    for s in &cal.samples {
+        if let Ok(pred) = p.layer_ms(&s.desc, s.core_type, s.width) {
+            let e = ((pred - s.ms) / s.ms * 100.0).abs();
+            errors.entry((s.core_type, s.desc.op)).or_default().push(e);
+        }
+    }
+    errors
+        .into_iter()
+        .map(|(k, v)| {
+            let stats = ErrorStats {
+                count: v.len(),
+                mean_abs_pct: v.iter().sum::<f64>() / v.len() as f64,
+                max_abs_pct: v.iter().copied().fold(0.0, f64::max),
+            };
+            (k, stats)
+        })
+        .collect()
+}
+
+fn print_table(
+    title: &str,
+    reports: &[(String, Accuracy)],
+    pick: fn(&taopipe::tuner::pipeit::AccuracyCell) -> ErrorStats,
+) {
+    let keys: Vec<(usize, usize)> = reports
+        .first()
+        .map(|(_, a)| a.cells.iter().map(|c| (c.core_type, c.width)).collect())
+        .unwrap_or_default();
+    println!("\n{title} (mean/max |error| %):");
+    print!("{:<10}", "net");
+    for &(t, w) in &keys {
+        print!(" {:>10}", label(t, w));
+    }
+    println!();
+    let mut sums = vec![(0.0, 0usize); keys.len()];
+    for (net, acc) in reports {
+        print!("{net:<10}");
+        for (i, &(t, w)) in keys.iter().enumerate() {
+            let stats = acc
+                .cells
+                .iter()
+                .find(|c| (c.core_type, c.width) == (t, w))
+                .map(pick);
+            match stats {
+                Some(s) => {
+                    print!(" {:>10}", cell(&s));
+                    if s.count > 0 {
+                        sums[i].0 += s.mean_abs_pct;
+                        sums[i].1 += 1;
+                    }
+                }
+                None => print!(" {:>10}", "-"),
+            }
+        }
+        println!();
+    }
+    print!("{:<10}", "average");
+    for (sum, n) in sums {
+        if n == 0 {
+            print!(" {:>10}", "-");
+        } else {
+            print!(" {:>10}", format!("{:.1}", sum / n as f64));
+        }
+    }
+    println!();
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let rt = cli.runtime.runtime()?;
+    let types = core_types(&rt);
+    let shape: Vec<usize> = types.iter().map(|c| c.cores).collect();
+    println!(
+        "{} workers; core types (fastest first): {}",
+        rt.num_workers(),
+        types
+            .iter()
+            .enumerate()
+            .map(|(t, c)| format!(
+                "T{t} = workers {}..{} at speed {}",
+                c.leader,
+                c.leader + c.cores,
+                c.speed
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let reps = cli.reps as usize;
+
+    let cal = match &cli.calibration {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--calibration {}", path.display()))?;
+            let cal = Calibration::from_json(&text)
+                .with_context(|| format!("--calibration {}", path.display()))?;
+            let places = |c: &[CoreType]| -> Vec<(usize, usize)> {
+                c.iter().map(|c| (c.leader, c.cores)).collect()
+            };
+            let (theirs, ours) = (places(&cal.machine.core_types), places(&types));
+            if theirs != ours {
+                bail!(
+                    "--calibration {}: taken on core types {theirs:?} (leader, cores), this \
+                     runtime has {ours:?}; calibrate again under the same --cpus/--emulate",
+                    path.display()
+                );
+            }
+            for (t, (a, b)) in cal.machine.core_types.iter().zip(&types).enumerate() {
+                if a.speed != b.speed {
+                    eprintln!(
+                        "warning: core type T{t} was calibrated at speed {}, it runs at {} now",
+                        a.speed, b.speed
+                    );
+                }
+            }
+            println!(
+                "calibration {} ({} samples): {}",
+                path.display(),
+                cal.samples.len(),
+                cal.machine.description
+            );
+            cal
+        }
+        None => {
+            let options = CalibrateOptions {
+                repetitions: reps,
+                seed: cli.seed,
+                ..CalibrateOptions::default()
+            };
+            let bar = bar(options.grid.len(), "layers")?;
+            let start = Instant::now();
+            let cal = calibrate(&rt, &options, |done, _, name| {
+                bar.set_position(done as u64);
+                bar.set_message(name.to_string());
+            })?;
+            bar.finish_and_clear();
+            println!(
+                "calibrated {} layers, {} samples in {:.1} s",
+                options.grid.len(),
+                cal.samples.len(),
+                start.elapsed().as_secs_f64()
+            );
+            cal
+        }
+    };
+    if let Some(path) = &cli.out {
+        std::fs::write(path, cal.to_json() + "\n")
+            .with_context(|| format!("--out {}", path.display()))?;
+        println!("saved {}", path.display());
+    }
+
+    let predictor = Predictor::fit(&cal)?;
+    let fit_errors = grid_errors(&cal, &predictor);
+    println!("\nfit on the grid itself (in-sample, every width; mean/max |error| %):");
+    for ((t, op), s) in &fit_errors {
+        println!(
+            "  T{t} {:<12} {:>3} samples  {}",
+            op.name(),
+            s.count,
+            cell(s)
+        );
+    }
+
+    let mut reports: Vec<(String, Accuracy)> = Vec::new();
+    let mut plans = Vec::new();
+    if cli.report {
+        for name in &cli.nets {
+            let spec = zoo_net(name, &[])?;
+            let units = describe(&spec);
+            let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
+            let places = types.iter().map(|c| c.cores).sum::<usize>();
+            let bar = bar(places, &format!("{name} places"))?;
+            let measured = measure_units(
+                &rt,
+                &model,
+                frame_input(model.input_len(), cli.seed),
+                reps,
+                |done, _, place| {
+                    bar.set_position(done as u64);
+                    bar.set_message(format!("{}+{}", place.leader(), place.width()));
+                },
+            )?;
+            bar.finish_and_clear();
+            let acc = accuracy(&predictor, &units, &measured)?;
+            let matrix = TimeMatrix::predict(&predictor, &units, &shape)?;
+            let p = plan(&matrix, &types)?;
+            plans.push((name.clone(), p));
+            reports.push((name.clone(), acc));
+        }
+        print_table("Table III: units holding a convolution", &reports, |c| {
+            c.gemm
+        });
+        print_table("all units (pool, fc, ... included)", &reports, |c| c.all);
+        println!("\nPipe-it plans from the predictions:");
+        for (name, p) in &plans {
+            println!(
+                "  {name:<9} {} {:?} on {}: predicted {:.1} ms per frame ({:.1} frames/s)",
+                p.pipeline_string(),
+                p.composition,
+                p.configuration,
+                p.bottleneck_ms(),
+                p.throughput()
+            );
+        }
+    }
+
+    if let Some(path) = &cli.json {
+        let fit: Vec<serde_json::Value> = predictor
+            .core_types()
+            .iter()
+            .enumerate()
+            .flat_map(|(t, _)| {
+                let predictor = &predictor;
+                let fit_errors = &fit_errors;
+                Op::FITTED.iter().filter_map(move |&op| {
+                    let m = predictor.model(op, t)?;
+                    Some(json!({
+                        "core_type": t, "op": op, "beta": m.beta, "multi_core": m.multi,
+                        "samples": m.samples, "multi_samples": m.multi_samples,
+                        "grid_error": fit_errors.get(&(t, op)),
+                    }))
+                })
+            })
+            .collect();
+        let nets: Vec<serde_json::Value> = reports
+            .iter()
+            .zip(&plans)
+            .map(|((name, acc), (_, p))| json!({ "net": name, "accuracy": acc, "plan": p }))
+            .collect();
+        write_json(
+            path,
+            &json!({ "machine": cal.machine, "fit": fit, "nets": nets }),
+        )?;
+    }
+    Ok(())
+}

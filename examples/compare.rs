@@ -1,0 +1,613 @@
+//! Every planner on the same machine state, side by side: the layer-parallel baseline,
+//! Pipe-it, Pipe-search, Pipe-search seeded by Pipe-it's predictor, ARM-CO-UP's switch
+//! mode, MOSAIC and CoDL. Each plans (or tunes), then runs the same frames, and one table
+//! shows its mode, configuration, predicted and measured throughput and latency, the time
+//! it took to plan, and the trials it measured.
+//!
+//! ```text
+//! cargo run --release --example compare -- --net vgg16
+//! cargo run --release --example compare -- --net vgg16 --emulate w1=powersave --json compare.json
+//! cargo run --release --example compare -- --net alexnet --planners pipe-it,mosaic,codl
+//! ```
+//!
+//! What "predicted" means for each planner:
+//! - **Pipe-it**: its per-layer regression (fitted on `--calibration`, or on a calibration
+//!   run now): throughput `1 / slowest stage`, latency `Σ stages`.
+//! - **Pipe-search** (both): the stage times it measured in isolation for the chosen
+//!   configuration, the same way.
+//! - **ARM-CO-UP switch, MOSAIC**: the profiled unit times (MOSAIC adds its fitted
+//!   transfer costs): latency `Σ runs`, throughput `1 / latency` (one frame at a time).
+//! - **CoDL**: its split-latency predictor.
+//! - **layer-parallel**: none (nothing is planned).
+//!
+//! Measured latency in pipeline mode counts from when a frame enters the first stage's
+//! queue, so it includes queueing behind earlier frames; in switch mode and for CoDL and
+//! layer-parallel a frame runs alone.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use serde_json::json;
+use taopipe::calibrate::{CalibrateOptions, calibrate, core_types};
+use taopipe::codl::{self, CodlOptions};
+use taopipe::devices::{Device, devices};
+use taopipe::dsl::Seeds;
+use taopipe::nets::{Model, RandomWeights};
+use taopipe::profile::{Profile, ProfileOptions, profile};
+use taopipe::runtime::Runtime;
+use taopipe::switch::{Switch, SwitchStats};
+use taopipe::tuner::mapping::Mapping;
+use taopipe::tuner::pipeit::{self, Calibration, Predictor, TimeMatrix, describe};
+use taopipe::tuner::{Configuration, SearchResult};
+
+use common::tune::{LiveSearch, MeasureKind, SearchKind, stream};
+use common::{Baseline, RuntimeArgs, frame_input, zoo_net};
+
+/// Runs every planner of the five papers on one net under the same conditions (same
+/// runtime, same emulated speeds, same frames) and prints one table to compare them.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about)]
+struct Cli {
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    /// The net: vgg16, alexnet, resnet50, synth1, synth2 or synth3.
+    #[arg(long, default_value = "vgg16")]
+    net: String,
+    /// Which planners to run, comma-separated, in table order. Names: layer-parallel,
+    /// pipe-it, pipe-search, pipe-search+pipe-it, arm-co-up, mosaic, codl.
+    #[arg(long, value_delimiter = ',', default_values_t = Planner::ALL.map(|p| p.name().to_string()))]
+    planners: Vec<String>,
+    /// Pipe-search's confidence α (trials without improvement before a loop gives up).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    alpha: u64,
+    /// Most pipeline stages (C). Default: one per worker.
+    #[arg(long)]
+    max_stages: Option<usize>,
+    /// Measured repetitions per Pipe-search trial (after one warm-up); the median counts.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    reps: u64,
+    /// Frames each planner's plan runs for the measured columns.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    frames: u64,
+    /// A Pipe-it calibration saved by `cargo run --release --example calibrate -- --out
+    /// PATH` on this machine under the same `--emulate`. Without it, the calibration grid
+    /// runs now (and its time counts as Pipe-it's planning time).
+    #[arg(long, value_name = "PATH")]
+    calibration: Option<PathBuf>,
+    /// ARM-CO-UP's mapping string (a device per unit: `B`/`L` or digits into the device
+    /// list). Default: each unit on the device where it was profiled fastest.
+    #[arg(long, value_name = "STRING")]
+    mapping: Option<String>,
+    /// Seed of the random weights and the input frames.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the table as JSON here (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Planner {
+    LayerParallel,
+    PipeIt,
+    PipeSearch,
+    PipeSearchPipeIt,
+    ArmCoUp,
+    Mosaic,
+    Codl,
+}
+
+impl Planner {
+    const ALL: [Planner; 7] = [
+        Planner::LayerParallel,
+        Planner::PipeIt,
+        Planner::PipeSearch,
+        Planner::PipeSearchPipeIt,
+        Planner::ArmCoUp,
+        Planner::Mosaic,
+        Planner::Codl,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Planner::LayerParallel => "layer-parallel",
+            Planner::PipeIt => "pipe-it",
+            Planner::PipeSearch => "pipe-search",
+            Planner::PipeSearchPipeIt => "pipe-search+pipe-it",
+            Planner::ArmCoUp => "arm-co-up",
+            Planner::Mosaic => "mosaic",
+            Planner::Codl => "codl",
+        }
+    }
+
+    fn parse(name: &str) -> anyhow::Result<Planner> {
+        Planner::ALL
+            .into_iter()
+            .find(|p| p.name() == name.trim())
+            .with_context(|| {
+                let names: Vec<&str> = Planner::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown planner `{name}`; expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// One line of the table (and of the JSON report).
+#[derive(Debug, Serialize)]
+struct Row {
+    planner: &'static str,
+    mode: &'static str,
+    configuration: String,
+    predicted_fps: Option<f64>,
+    measured_fps: Option<f64>,
+    predicted_latency_ms: Option<f64>,
+    /// Median frame latency.
+    measured_latency_ms: Option<f64>,
+    measured_latency_p99_ms: Option<f64>,
+    /// Planning or tuning time, including the profiling or calibration it needed.
+    plan_s: f64,
+    /// Configurations measured while planning.
+    trials: usize,
+    /// Why a planner did not run, or what to know about its row.
+    note: Option<String>,
+}
+
+impl Row {
+    fn skipped(planner: Planner, why: String) -> Row {
+        Row {
+            planner: planner.name(),
+            mode: "-",
+            configuration: "-".into(),
+            predicted_fps: None,
+            measured_fps: None,
+            predicted_latency_ms: None,
+            measured_latency_ms: None,
+            measured_latency_p99_ms: None,
+            plan_s: 0.0,
+            trials: 0,
+            note: Some(why),
+        }
+    }
+}
+
+/// What every planner shares: the runtime, the net, the devices, and the measurements
+/// that more than one planner uses (made once, on first use; their time is charged to
+/// every planner that uses them).
+struct Bench<'a> {
+    cli: &'a Cli,
+    rt: &'a Runtime,
+    model: Arc<Model>,
+    devices: Vec<Device>,
+    /// Most stages for the pipeline planners.
+    max_stages: usize,
+    bar: ProgressBar,
+    profile: Option<(Profile, f64)>,
+    predictor: Option<(Predictor, f64)>,
+}
+
+impl Bench<'_> {
+    fn input(&self, i: u64) -> Vec<f32> {
+        frame_input(self.model.input_len(), self.cli.seed + i)
+    }
+
+    fn frames(&self) -> impl Iterator<Item = taopipe::nets::Frame> + '_ {
+        (0..self.cli.frames).map(|i| self.model.frame(self.input(i)).expect("input length"))
+    }
+
+    /// MOSAIC's profile: every unit alone on every device, and transfer costs.
+    fn profile(&mut self) -> anyhow::Result<&(Profile, f64)> {
+        if self.profile.is_none() {
+            self.bar.set_message("profiling units on every device");
+            let t = Instant::now();
+            let p = profile(
+                self.rt,
+                &self.model,
+                self.input(0),
+                &self.devices,
+                &ProfileOptions::default(),
+            )?;
+            self.profile = Some((p, t.elapsed().as_secs_f64()));
+        }
+        Ok(self.profile.as_ref().expect("just set"))
+    }
+
+    /// Pipe-it's predictor, from the saved calibration or one run now.
+    fn predictor(&mut self) -> anyhow::Result<&(Predictor, f64)> {
+        if self.predictor.is_none() {
+            let t = Instant::now();
+            let cal = match &self.cli.calibration {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("reading the calibration {}", path.display()))?;
+                    Calibration::from_json(&text)
+                        .with_context(|| format!("the calibration {}", path.display()))?
+                }
+                None => {
+                    self.bar.set_message("calibrating Pipe-it's predictor");
+                    calibrate(self.rt, &CalibrateOptions::default(), |_, _, name| {
+                        self.bar.set_message(format!("calibrating: {name}"))
+                    })?
+                }
+            };
+            let now = core_types(self.rt);
+            let then = &cal.machine.core_types;
+            let shape = |c: &[pipeit::CoreType]| -> Vec<(usize, usize)> {
+                c.iter().map(|c| (c.leader, c.cores)).collect()
+            };
+            if shape(&now) != shape(then) {
+                bail!(
+                    "the calibration was taken on core types {:?} (leader, cores), but this \
+                     runtime has {:?}: calibrate again under the same --cpus/--emulate",
+                    shape(then),
+                    shape(&now)
+                );
+            }
+            self.predictor = Some((Predictor::fit(&cal)?, t.elapsed().as_secs_f64()));
+        }
+        Ok(self.predictor.as_ref().expect("just set"))
+    }
+
+    fn run(&mut self, planner: Planner) -> anyhow::Result<Row> {
+        match planner {
+            Planner::LayerParallel => self.layer_parallel(),
+            Planner::PipeIt => self.pipe_it(),
+            Planner::PipeSearch => self.pipe_search(planner, None),
+            Planner::PipeSearchPipeIt => {
+                let (workers, units) = (self.rt.num_workers(), describe(self.model.spec()));
+                let (predictor, fit_s) = self.predictor()?;
+                let (predictor, fit_s) = (predictor.clone(), *fit_s);
+                let t = Instant::now();
+                let key = pipeit::SeedKey::new(predictor, units, workers)?;
+                let extra = fit_s + t.elapsed().as_secs_f64();
+                self.pipe_search(planner, Some((key, extra)))
+            }
+            Planner::ArmCoUp => self.arm_co_up(),
+            Planner::Mosaic => self.mosaic(),
+            Planner::Codl => self.codl(),
+        }
+    }
+
+    fn layer_parallel(&mut self) -> anyhow::Result<Row> {
+        self.bar.set_message("layer-parallel");
+        let base = Baseline::run(
+            self.rt,
+            &self.model,
+            self.cli.frames,
+            self.cli.seed,
+            &self.bar,
+        )?;
+        Ok(Row {
+            planner: Planner::LayerParallel.name(),
+            mode: "layer-parallel",
+            configuration: format!("every layer on 0+{}", self.rt.num_workers()),
+            predicted_fps: None,
+            measured_fps: Some(base.fps),
+            predicted_latency_ms: None,
+            measured_latency_ms: Some(base.percentile_ms(0.5)),
+            measured_latency_p99_ms: Some(base.percentile_ms(0.99)),
+            plan_s: 0.0,
+            trials: 0,
+            note: None,
+        })
+    }
+
+    /// Streams the pipeline of `config` and fills a row's measured columns.
+    fn pipeline_row(
+        &self,
+        planner: Planner,
+        config: &Configuration,
+        stage_ms: &[f64],
+        plan_s: f64,
+        trials: usize,
+    ) -> anyhow::Result<Row> {
+        self.bar
+            .set_message(format!("{}: streaming", planner.name()));
+        let stats = stream(
+            self.rt,
+            &self.model,
+            config,
+            self.cli.frames,
+            self.cli.seed,
+            &self.bar,
+        )?;
+        let slowest = stage_ms.iter().copied().fold(0.0, f64::max);
+        Ok(Row {
+            planner: planner.name(),
+            mode: "pipeline",
+            configuration: config.to_string(),
+            predicted_fps: Some(1e3 / slowest),
+            measured_fps: Some(stats.throughput_fps()),
+            predicted_latency_ms: Some(stage_ms.iter().sum()),
+            measured_latency_ms: Some(stats.latency_ms(0.5)),
+            measured_latency_p99_ms: Some(stats.latency_ms(0.99)),
+            plan_s,
+            trials,
+            note: None,
+        })
+    }
+
+    fn pipe_it(&mut self) -> anyhow::Result<Row> {
+        let units = describe(self.model.spec());
+        let (predictor, fit_s) = self.predictor()?;
+        let fit_s = *fit_s;
+        let t = Instant::now();
+        let cores: Vec<usize> = predictor.core_types().iter().map(|c| c.cores).collect();
+        let matrix = TimeMatrix::predict(predictor, &units, &cores)?;
+        let plan = pipeit::plan(&matrix, predictor.core_types())?;
+        let plan_s = fit_s + t.elapsed().as_secs_f64();
+        if plan.configuration.stage_count() < 2 {
+            // one stage: a frame at a time on that stage's workers
+            let (leader, width) = plan.configuration.places()[0];
+            let mut row = self.switch_row(
+                Planner::PipeIt,
+                Switch::new(
+                    self.model.clone(),
+                    vec![taopipe::switch::SwitchRun {
+                        units: 0..self.model.spec().units().len(),
+                        place: taopipe::runtime::Place::new(leader, width),
+                        speed: 1.0,
+                    }],
+                )?,
+                plan.stage_ms[0],
+                plan_s,
+            )?;
+            row.configuration = format!("{} {}", plan.pipeline_string(), plan.configuration);
+            return Ok(row);
+        }
+        let mut row = self.pipeline_row(
+            Planner::PipeIt,
+            &plan.configuration,
+            &plan.stage_ms,
+            plan_s,
+            0,
+        )?;
+        row.configuration = format!("{} {}", plan.pipeline_string(), plan.configuration);
+        Ok(row)
+    }
+
+    fn pipe_search(
+        &mut self,
+        planner: Planner,
+        key: Option<(pipeit::SeedKey, f64)>,
+    ) -> anyhow::Result<Row> {
+        let spec = self.model.spec();
+        let seeds = Seeds::from_net(spec, self.max_stages)?;
+        let (seeds, extra_s) = match key {
+            Some((key, s)) => (seeds.with_key(key), s),
+            None => (seeds, 0.0), // the paper's Alg. 1
+        };
+        self.bar.set_message(format!("{}: tuning", planner.name()));
+        let search = LiveSearch {
+            kind: SearchKind::Pipe,
+            alpha: self.cli.alpha as usize,
+            max_stages: self.max_stages,
+            reps: self.cli.reps,
+            measure: MeasureKind::Isolated,
+            seed: self.cli.seed,
+        };
+        let result: SearchResult = self
+            .bar
+            .suspend(|| search.run(self.rt, &self.model, &seeds))?;
+        self.pipeline_row(
+            planner,
+            &result.best,
+            &result.best_times.stage_ms,
+            extra_s + result.tuning.as_secs_f64(),
+            result.trials.len(),
+        )
+    }
+
+    /// Runs a switch-mode plan and fills a row's measured columns.
+    fn switch_row(
+        &self,
+        planner: Planner,
+        switch: Switch,
+        predicted_ms: f64,
+        plan_s: f64,
+    ) -> anyhow::Result<Row> {
+        self.bar.set_message(format!("{}: running", planner.name()));
+        let stats: SwitchStats = switch.run(self.rt, self.frames(), |_, _| self.bar.inc(1))?;
+        let runs: Vec<String> = switch
+            .runs()
+            .iter()
+            .map(|r| format!("{}..{}@{}", r.units.start, r.units.end, r.place))
+            .collect();
+        Ok(Row {
+            planner: planner.name(),
+            mode: "switch",
+            configuration: runs.join(" "),
+            predicted_fps: Some(1e3 / predicted_ms),
+            measured_fps: Some(stats.throughput_fps()),
+            predicted_latency_ms: Some(predicted_ms),
+            measured_latency_ms: Some(stats.latency_quantile_ms(0.5)),
+            measured_latency_p99_ms: Some(stats.latency_quantile_ms(0.99)),
+            plan_s,
+            trials: 0,
+            note: None,
+        })
+    }
+
+    fn arm_co_up(&mut self) -> anyhow::Result<Row> {
+        let units = self.model.spec().units().len();
+        let devices = self.devices.len();
+        let (profiled, profile_s) = self.profile()?;
+        let (exec, profile_s) = (profiled.exec_ms(), *profile_s);
+        let t = Instant::now();
+        let mapping = match &self.cli.mapping {
+            Some(text) => Mapping::parse(text, units, devices)?,
+            None => Mapping::from_devices(
+                exec.iter()
+                    .map(|row| {
+                        (0..row.len())
+                            .min_by(|&a, &b| row[a].total_cmp(&row[b]))
+                            .unwrap_or(0)
+                    })
+                    .collect(),
+            )?,
+        };
+        let predicted: f64 = mapping
+            .devices()
+            .iter()
+            .enumerate()
+            .map(|(u, &d)| exec[u][d])
+            .sum();
+        let plan_s = profile_s + t.elapsed().as_secs_f64();
+        let switch = Switch::from_mapping(self.model.clone(), &mapping, &self.devices, &[])?;
+        let mut row = self.switch_row(Planner::ArmCoUp, switch, predicted, plan_s)?;
+        row.configuration = format!("{mapping} ({})", row.configuration);
+        Ok(row)
+    }
+
+    fn mosaic(&mut self) -> anyhow::Result<Row> {
+        let model = self.model.clone();
+        let (profiled, profile_s) = self.profile()?;
+        let profile_s = *profile_s;
+        let t = Instant::now();
+        let plan = profiled.problem.solve()?;
+        let switch = profiled.switch(model, &plan)?;
+        let plan_s = profile_s + t.elapsed().as_secs_f64();
+        self.switch_row(Planner::Mosaic, switch, plan.latency_ms, plan_s)
+    }
+
+    fn codl(&mut self) -> anyhow::Result<Row> {
+        let (a, b) = match codl::device_pair(self.rt) {
+            Ok(pair) => pair,
+            Err(e) => return Ok(Row::skipped(Planner::Codl, e.to_string())),
+        };
+        self.bar.set_message("codl: profiling and planning");
+        let t = Instant::now();
+        let options = CodlOptions::default();
+        let input = self.input(0);
+        let profiled = codl::Profile::measure(self.rt, &self.model, &input, a, b, &options)?;
+        let plan = codl::plan(&self.model, &profiled, &options)?;
+        let plan_s = t.elapsed().as_secs_f64();
+        self.bar.set_message("codl: running");
+        let stats = plan.run(self.rt, &self.model, &input, self.cli.frames as usize)?;
+        self.bar.inc(self.cli.frames);
+        Ok(Row {
+            planner: Planner::Codl.name(),
+            mode: "split",
+            configuration: format!(
+                "{a} + {b}, {} chains, {:.0}% on {a}",
+                plan.chains().len(),
+                100.0 * plan.share_a()
+            ),
+            predicted_fps: Some(1e3 / plan.predicted_ms()),
+            measured_fps: Some(stats.throughput_fps()),
+            predicted_latency_ms: Some(plan.predicted_ms()),
+            measured_latency_ms: Some(stats.p50_ms()),
+            measured_latency_p99_ms: Some(stats.p99_ms()),
+            plan_s,
+            trials: 0,
+            note: None,
+        })
+    }
+}
+
+fn cell(value: Option<f64>, digits: usize) -> String {
+    value.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<20} {:<15} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>6}  configuration",
+        "planner", "mode", "pred fps", "fps", "pred ms", "p50 ms", "p99 ms", "plan s", "trials"
+    );
+    for r in rows {
+        println!(
+            "{:<20} {:<15} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8.1} {:>6}  {}",
+            r.planner,
+            r.mode,
+            cell(r.predicted_fps, 2),
+            cell(r.measured_fps, 2),
+            cell(r.predicted_latency_ms, 1),
+            cell(r.measured_latency_ms, 1),
+            cell(r.measured_latency_p99_ms, 1),
+            r.plan_s,
+            r.trials,
+            r.configuration
+        );
+        if let Some(note) = &r.note {
+            println!("{:<20} note: {note}", "");
+        }
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let planners = cli
+        .planners
+        .iter()
+        .map(|p| Planner::parse(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let spec = zoo_net(&cli.net, &[])?;
+    let rt = cli.runtime.runtime()?;
+    let workers = rt.num_workers();
+    let units = spec.units().len();
+    let max_stages = cli.max_stages.unwrap_or(workers).min(workers).min(units);
+    let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
+    let devices = devices(&rt);
+    println!("{}", rt.topology());
+    println!("speeds: {:?}", rt.speeds());
+    for (i, d) in devices.iter().enumerate() {
+        println!("device {i}: {} at speed {}", d.place, d.speed);
+    }
+    println!(
+        "{}: {units} units, {:.2} GFLOP per frame; {} frames per planner\n",
+        cli.net,
+        model.flops() as f64 / 1e9,
+        cli.frames
+    );
+
+    let bar = ProgressBar::new(cli.frames * planners.len() as u64).with_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} frames {msg}")?,
+    );
+    let mut bench = Bench {
+        cli: &cli,
+        rt: &rt,
+        model,
+        devices,
+        max_stages,
+        bar,
+        profile: None,
+        predictor: None,
+    };
+    let mut rows = Vec::new();
+    for planner in planners {
+        let row = match bench.run(planner) {
+            Ok(row) => row,
+            Err(e) => Row::skipped(planner, format!("failed: {e:#}")),
+        };
+        if row.measured_fps.is_none() {
+            bench.bar.inc(cli.frames);
+        }
+        rows.push(row);
+    }
+    bench.bar.finish_and_clear();
+    println!();
+    print_table(&rows);
+
+    if let Some(path) = &cli.json {
+        let report = json!({
+            "net": cli.net,
+            "cpus": rt.topology().cpus().iter().map(|c| c.id).collect::<Vec<_>>(),
+            "speeds": rt.speeds(),
+            "devices": bench.devices.iter().map(|d| json!({
+                "leader": d.place.leader(), "width": d.place.width(), "speed": d.speed})).collect::<Vec<_>>(),
+            "frames": cli.frames,
+            "alpha": cli.alpha,
+            "rows": rows,
+        });
+        common::write_json(path, &report)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,627 @@
+//! Calibration for Pipe-it's per-layer time predictor
+//! ([`taopipe_tuner::pipeit`]): a grid of single-layer micro-benchmarks run with the real
+//! kernels through the runtime on every core type at every width, and the measured time of
+//! every unit of a net to check the predictions against (the paper's Table III).
+//!
+//! # What is measured, and decisions
+//!
+//! - **Core types** are [`devices`]: topology clusters split by
+//!   current speed, fastest first, so type 0 is the paper's Big cluster. A core type of
+//!   `c` workers is measured on the places `leader + w` for `w` in `1..=c` that the
+//!   topology allows (a layout file may allow fewer widths).
+//! - **The grid** ([`default_grid`]): 64 convolutions drawn (seeded, so the same on every
+//!   run) from the paper's micro-benchmark sets widened to the zoo's ranges — inputs 7–224,
+//!   kernels 1–11, 3–512 input and 16–2048 output channels, strides 1 and 2 — so `N`
+//!   spans 49–50176, `K` 3–6272 and `M` 16–2048 as VGG16, AlexNet and ResNet50 do, with
+//!   2·10⁵ to 2·10⁹ multiply-adds each (VGG16's largest layers have 1.85·10⁹); 14 fully
+//!   connected layers of 1536–20000 inputs and 1000–4096 outputs (the paper: "various input
+//!   tensor sizes and number of neurons (4096 and 1000)"), whose weights, 6–200 MB, miss
+//!   the L2 cache as the zoo's do; 8 max/avg poolings (with and without padding), 3 global
+//!   average poolings and 12 element-wise layers (ReLU, batchnorm, residual add) of several
+//!   sizes and channel counts (the channel counts vary the chunk count, which Eq. 8 needs
+//!   varied). No grid layer has the
+//!   sizes of a layer of the zoo's nets, so the report measures prediction, not recall.
+//! - **A measurement** is `taopipe::profile::unit_times`: a unit alone on a place
+//!   (`Model::stage_graph`), one `rt.run` per run, timed from the calling thread (so an
+//!   emulated slow core's stall counts), the median of the repetitions; the first
+//!   repetition warms caches and scratch and the median drops it. The grid's layers and a
+//!   net's units are measured the same way.
+//! - Weights are random ([`RandomWeights`], seeded) and the input a fixed pseudo-random
+//!   frame: times do not depend on the values.
+//! - Progress goes to a callback (the examples draw it with indicatif; this crate does
+//!   not print).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use taopipe_dsl::{DslError, INPUT, LayerKind, NetSpec, Shape, SplitMix64};
+use taopipe_nets::{Model, ModelError, RandomWeights, zoo};
+use taopipe_runtime::{Place, Runtime};
+use taopipe_tuner::pipeit::{
+    Calibration, CoreType, LayerDesc, MachineInfo, Sample, UnitTime, describe_layers,
+};
+
+use crate::devices::devices;
+use crate::profile::{ProfileError, unit_times};
+
+/// Why calibration or a measurement failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CalibrateError {
+    /// Zero repetitions.
+    #[error("repetitions must be at least 1, got {0}")]
+    Repetitions(usize),
+    /// The grid is empty.
+    #[error("the micro-benchmark grid is empty")]
+    EmptyGrid,
+    /// The runtime allows no place on any core type.
+    #[error("no allowed place on any core type of the {workers} workers")]
+    NoPlaces {
+        /// Workers of the runtime.
+        workers: usize,
+    },
+    /// A benchmark layer does not fit its input.
+    #[error("benchmark layer `{name}`: {source}")]
+    Layer {
+        /// The benchmark layer.
+        name: String,
+        /// Why.
+        #[source]
+        source: DslError,
+    },
+    /// A model could not be built or run.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A measurement failed.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+}
+
+/// One micro-benchmark: a single layer on an input of a given shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchLayer {
+    /// A readable name, e.g. `conv 64>128 3x3/1 @56`.
+    pub name: String,
+    /// Its input.
+    pub input: Shape,
+    /// The layer.
+    pub kind: LayerKind,
+}
+
+impl BenchLayer {
+    /// The one-layer net that runs it.
+    ///
+    /// # Errors
+    /// [`CalibrateError::Layer`] when the layer does not fit its input.
+    pub fn spec(&self) -> Result<NetSpec, CalibrateError> {
+        NetSpec::builder("bench", self.input)
+            .layer("x", self.kind.clone())
+            .build()
+            .map_err(|source| CalibrateError::Layer {
+                name: self.name.clone(),
+                source,
+            })
+    }
+}
+
+fn conv_layer(c: usize, i: usize, m: usize, f: usize, s: usize) -> BenchLayer {
+    BenchLayer {
+        name: format!("conv {c}>{m} {f}x{f}/{s} @{i}"),
+        input: Shape::new(c, i, i),
+        kind: LayerKind::Conv2d {
+            out_channels: m,
+            kernel: (f, f),
+            stride: (s, s),
+            padding: (f / 2, f / 2),
+            relu: true,
+        },
+    }
+}
+
+/// The default micro-benchmark grid (see the module docs): 64 convolutions, 14 fully
+/// connected layers, 11 poolings and 12 element-wise layers, none with the sizes of a layer
+/// of VGG16, AlexNet or ResNet50.
+///
+/// ```
+/// use taopipe::calibrate::default_grid;
+/// use taopipe::tuner::pipeit::{describe_layers, Op};
+///
+/// let grid = default_grid();
+/// assert_eq!(grid.len(), 64 + 14 + 11 + 12);
+/// for b in &grid {
+///     let d = describe_layers(&b.spec()?)[0];
+///     assert_ne!(d.op, Op::Free, "{}", b.name);
+///     if d.op == Op::Gemm {
+///         assert!(d.n * d.k * d.m <= 2_000_000_000, "{}", b.name);
+///     }
+/// }
+/// # Ok::<(), taopipe::calibrate::CalibrateError>(())
+/// ```
+pub fn default_grid() -> Vec<BenchLayer> {
+    const INPUTS: [usize; 6] = [7, 14, 28, 56, 112, 224];
+    const KERNELS: [usize; 5] = [1, 3, 5, 7, 11];
+    const IN_CHANNELS: [usize; 7] = [3, 16, 32, 64, 128, 256, 512];
+    const OUT_CHANNELS: [usize; 9] = [16, 24, 64, 100, 128, 256, 512, 1024, 2048];
+    const MAX_MACS: u64 = 2_000_000_000;
+    const MIN_MACS: u64 = 200_000;
+    const CONVS: usize = 64;
+    let zoo = zoo_descriptors();
+    let mut rng = SplitMix64::new(0x9e11);
+    let mut pick = |set: &[usize]| set[rng.range(0, set.len() as u64 - 1) as usize];
+    let mut grid: Vec<BenchLayer> = Vec::new();
+    while grid.len() < CONVS {
+        let (i, f, c, m) = (
+            pick(&INPUTS),
+            pick(&KERNELS),
+            pick(&IN_CHANNELS),
+            pick(&OUT_CHANNELS),
+        );
+        let s = if pick(&[1, 1, 1, 2]) == 2 && i >= 14 {
+            2
+        } else {
+            1
+        };
+        if f > i {
+            continue;
+        }
+        let o = ((i + 2 * (f / 2) - f) / s + 1) as u64;
+        let macs = o * o * (f * f * c * m) as u64;
+        let layer = conv_layer(c, i, m, f, s);
+        if !(MIN_MACS..=MAX_MACS).contains(&macs)
+            || grid.iter().any(|b| b.name == layer.name)
+            || layer
+                .spec()
+                .is_ok_and(|spec| zoo.contains(&describe_layers(&spec)[0]))
+        {
+            continue;
+        }
+        grid.push(layer);
+    }
+    for k in [1536, 3072, 6144, 12288, 20000] {
+        for m in [1000, 2500, 4096] {
+            if k * m > 60_000_000 {
+                continue; // 328 MB of weights; the others span the range
+            }
+            grid.push(BenchLayer {
+                name: format!("fc {k}>{m}"),
+                input: Shape::new(k, 1, 1),
+                kind: LayerKind::Fc {
+                    out_features: m,
+                    relu: true,
+                },
+            });
+        }
+    }
+    for (c, i, k, p, max) in [
+        (64, 112, 3, 0, true),
+        (24, 224, 2, 0, true),
+        (128, 56, 2, 0, false),
+        (256, 28, 3, 0, true),
+        (10, 56, 3, 0, false),
+        (384, 14, 2, 0, true),
+        (32, 112, 3, 1, true),
+        (128, 28, 3, 1, true),
+    ] {
+        let (kernel, stride, padding) = ((k, k), (2, 2), (p, p));
+        grid.push(BenchLayer {
+            name: format!(
+                "{} {k}x{k}/2 pad {p} {c}@{i}",
+                if max { "maxpool" } else { "avgpool" }
+            ),
+            input: Shape::new(c, i, i),
+            kind: if max {
+                LayerKind::MaxPool {
+                    kernel,
+                    stride,
+                    padding,
+                }
+            } else {
+                LayerKind::AvgPool {
+                    kernel,
+                    stride,
+                    padding,
+                }
+            },
+        });
+    }
+    for (c, i) in [(1536, 7), (512, 14), (20, 28)] {
+        grid.push(BenchLayer {
+            name: format!("gap {c}@{i}"),
+            input: Shape::new(c, i, i),
+            kind: LayerKind::GlobalAvgPool,
+        });
+    }
+    for (c, i) in [(64, 112), (192, 56), (12, 56), (768, 14)] {
+        for (what, kind) in [
+            ("relu", LayerKind::Relu),
+            ("batchnorm", LayerKind::BatchNorm),
+            (
+                "add",
+                LayerKind::ResidualAdd {
+                    from: INPUT.to_string(),
+                    relu: true,
+                },
+            ),
+        ] {
+            grid.push(BenchLayer {
+                name: format!("{what} {c}@{i}"),
+                input: Shape::new(c, i, i),
+                kind,
+            });
+        }
+    }
+    grid
+}
+
+/// The descriptors of every layer of the zoo's nets (the grid avoids them).
+fn zoo_descriptors() -> HashSet<LayerDesc> {
+    [zoo::vgg16(), zoo::alexnet(), zoo::resnet50()]
+        .into_iter()
+        .flatten()
+        .flat_map(|spec| describe_layers(&spec))
+        .collect()
+}
+
+/// How [`calibrate`] measures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibrateOptions {
+    /// Runs per layer and place; the median is kept (the first run warms up).
+    pub repetitions: usize,
+    /// Seed of the random weights.
+    pub seed: u64,
+    /// The layers to run.
+    pub grid: Vec<BenchLayer>,
+}
+
+impl Default for CalibrateOptions {
+    /// 7 repetitions, seed 1, [`default_grid`].
+    fn default() -> Self {
+        CalibrateOptions {
+            repetitions: 7,
+            seed: 1,
+            grid: default_grid(),
+        }
+    }
+}
+
+/// The core types of `rt` as it runs now: its [`devices`],
+/// fastest first.
+pub fn core_types(rt: &Runtime) -> Vec<CoreType> {
+    devices(rt)
+        .iter()
+        .map(|d| CoreType {
+            leader: d.place.leader(),
+            cores: d.place.width(),
+            speed: d.speed,
+            cluster: d.cluster,
+        })
+        .collect()
+}
+
+/// What a calibration records about the machine.
+pub fn machine_info(rt: &Runtime) -> MachineInfo {
+    let topology = rt.topology();
+    let cpus: Vec<String> = topology.cpus().iter().map(|c| c.id.to_string()).collect();
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_string());
+    MachineInfo {
+        description: format!(
+            "{model}; CPUs {} ({}); speeds {:?}",
+            cpus.join(","),
+            topology.source(),
+            rt.speeds()
+        ),
+        workers: rt.num_workers(),
+        core_types: core_types(rt),
+    }
+}
+
+/// The places a core type is measured on: `leader + w`, `w` in `1..=cores`, where allowed.
+fn places_of(rt: &Runtime, types: &[CoreType]) -> Vec<(usize, Place)> {
+    types
+        .iter()
+        .enumerate()
+        .flat_map(|(t, c)| (1..=c.cores).map(move |w| (t, Place::new(c.leader, w))))
+        .filter(|(_, p)| rt.topology().is_allowed(*p))
+        .collect()
+}
+
+/// A fixed pseudo-random input in [-1, 1).
+fn input(len: usize, seed: u64) -> Vec<f32> {
+    let mut rng = SplitMix64::new(seed);
+    (0..len)
+        .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+        .collect()
+}
+
+/// Runs the grid on every core type at every width and returns the samples, calling
+/// `progress(done, total, layer name)` after each layer.
+///
+/// # Errors
+/// Zero repetitions, an empty grid, no allowed place, a grid layer that does not fit its
+/// input, or a failing run.
+///
+/// ```no_run
+/// use taopipe::calibrate::{calibrate, CalibrateOptions};
+/// use taopipe::runtime::Runtime;
+/// use taopipe::tuner::pipeit::Predictor;
+///
+/// let rt = Runtime::new()?;
+/// let cal = calibrate(&rt, &CalibrateOptions::default(), |done, total, name| {
+///     eprintln!("{done}/{total} {name}");
+/// })?;
+/// std::fs::write("calibration.json", cal.to_json())?;
+/// let predictor = Predictor::fit(&cal)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn calibrate(
+    rt: &Runtime,
+    options: &CalibrateOptions,
+    mut progress: impl FnMut(usize, usize, &str),
+) -> Result<Calibration, CalibrateError> {
+    if options.repetitions == 0 {
+        return Err(CalibrateError::Repetitions(0));
+    }
+    if options.grid.is_empty() {
+        return Err(CalibrateError::EmptyGrid);
+    }
+    let machine = machine_info(rt);
+    let places = places_of(rt, &machine.core_types);
+    if places.is_empty() {
+        return Err(CalibrateError::NoPlaces {
+            workers: rt.num_workers(),
+        });
+    }
+    let only: Vec<Place> = places.iter().map(|&(_, p)| p).collect();
+    let mut cal = Calibration::new(machine);
+    let weights = RandomWeights { seed: options.seed };
+    for (done, bench) in options.grid.iter().enumerate() {
+        let spec = bench.spec()?;
+        let desc = describe_layers(&spec)[0];
+        let model = Model::build(spec, &weights)?;
+        let x = input(model.input_len(), options.seed);
+        let times = unit_times(rt, &model, x, &only, options.repetitions)?;
+        for (&(core_type, place), &ms) in places.iter().zip(&times[0]) {
+            cal.samples.push(Sample {
+                name: bench.name.clone(),
+                desc,
+                core_type,
+                width: place.width(),
+                ms,
+            });
+        }
+        progress(done + 1, options.grid.len(), &bench.name);
+    }
+    Ok(cal)
+}
+
+/// Every unit of `model` alone on every core type of `rt` at every width (the places of
+/// [`calibrate`]), the median of `repetitions` runs each, calling `progress(done, total,
+/// place)` after each place.
+///
+/// # Errors
+/// Zero repetitions, no allowed place, a wrong input length, or a failing run.
+pub fn measure_units(
+    rt: &Runtime,
+    model: &Arc<Model>,
+    input: Vec<f32>,
+    repetitions: usize,
+    mut progress: impl FnMut(usize, usize, Place),
+) -> Result<Vec<UnitTime>, CalibrateError> {
+    if repetitions == 0 {
+        return Err(CalibrateError::Repetitions(0));
+    }
+    let places = places_of(rt, &core_types(rt));
+    if places.is_empty() {
+        return Err(CalibrateError::NoPlaces {
+            workers: rt.num_workers(),
+        });
+    }
+    let mut out = Vec::new();
+    for (done, &(core_type, place)) in places.iter().enumerate() {
+        let times = unit_times(rt, model, input.clone(), &[place], repetitions)?;
+        out.extend(times.iter().enumerate().map(|(unit, t)| UnitTime {
+            unit,
+            core_type,
+            width: place.width(),
+            ms: t[0],
+        }));
+        progress(done + 1, places.len(), place);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use taopipe_nets::{Conv2d, Conv2dParams, GlobalAvgPool, Kernel, Linear, Pool2d, PoolParams};
+    use taopipe_runtime::Topology;
+    use taopipe_tuner::pipeit::{Op, Predictor, accuracy, describe};
+
+    use super::*;
+
+    fn shape(s: Shape) -> taopipe_nets::Shape {
+        taopipe_nets::Shape::new(s.c, s.h, s.w)
+    }
+
+    /// The tuner describes layers without the nets crate; its chunk counts (Eq. 8's
+    /// `n_iter`) must be the kernels' own, on every layer of the zoo.
+    #[test]
+    fn descriptor_chunks_are_the_kernels_chunks() {
+        for name in ["vgg16", "alexnet", "resnet50"] {
+            let spec = taopipe_nets::zoo::by_name(name)
+                .expect("a zoo net")
+                .expect("it builds");
+            for (layer, desc) in spec.layers().iter().zip(describe_layers(&spec)) {
+                let input = shape(layer.input());
+                let chunks = match layer.kind() {
+                    LayerKind::Conv2d {
+                        out_channels,
+                        kernel,
+                        stride,
+                        padding,
+                        ..
+                    } => {
+                        let p = Conv2dParams {
+                            in_channels: input.c,
+                            out_channels: *out_channels,
+                            kernel: *kernel,
+                            stride: *stride,
+                            padding: *padding,
+                            relu: false,
+                        };
+                        Conv2d::new(p, input, vec![0.0; p.weight_len()], None)
+                            .expect("conv")
+                            .chunks()
+                    }
+                    // the chunk plan of an FC layer depends on its outputs only
+                    LayerKind::Fc { out_features, .. } => Linear::new(
+                        taopipe_nets::Shape::vector(3),
+                        *out_features,
+                        vec![0.0; 3 * out_features],
+                        None,
+                        false,
+                    )
+                    .expect("fc")
+                    .chunks(),
+                    LayerKind::MaxPool {
+                        kernel,
+                        stride,
+                        padding,
+                    } => Pool2d::new(PoolParams::max(kernel.0, stride.0, padding.0), input)
+                        .expect("pool")
+                        .chunks(),
+                    LayerKind::GlobalAvgPool => GlobalAvgPool::new(input).chunks(),
+                    LayerKind::ResidualAdd { .. } => taopipe_nets::Add::new(input, false).chunks(),
+                    _ => continue, // folded, fused or not in the zoo
+                };
+                assert_eq!(desc.iters, chunks as u64, "{name} {}", layer.name());
+            }
+        }
+    }
+
+    #[test]
+    fn the_grid_holds_no_layer_of_the_zoo() {
+        let zoo = zoo_descriptors();
+        assert!(zoo.len() > 30);
+        for b in default_grid() {
+            let d = describe_layers(&b.spec().expect("a grid layer"))[0];
+            assert!(!zoo.contains(&d), "{} is a zoo layer", b.name);
+        }
+    }
+
+    #[test]
+    fn a_small_calibration_fits_and_predicts() {
+        let rt = Runtime::builder()
+            .topology(Topology::symmetric(2).expect("topology"))
+            .pin(false)
+            .build()
+            .expect("runtime");
+        // 9 small convolutions and nothing else: enough for Eq. 5's 8 terms
+        let grid: Vec<BenchLayer> = [
+            (3, 28, 16, 3, 1),
+            (16, 14, 32, 3, 1),
+            (32, 14, 24, 1, 1),
+            (8, 28, 64, 5, 2),
+            (64, 7, 100, 3, 1),
+            (16, 28, 16, 1, 1),
+            (24, 14, 48, 3, 2),
+            (48, 7, 16, 1, 1),
+            (12, 28, 36, 3, 1),
+        ]
+        .iter()
+        .map(|&(c, i, m, f, s)| conv_layer(c, i, m, f, s))
+        .collect();
+        let options = CalibrateOptions {
+            repetitions: 3,
+            seed: 1,
+            grid,
+        };
+        let mut calls = 0;
+        let cal = calibrate(&rt, &options, |done, total, _| {
+            calls += 1;
+            assert_eq!((done, total), (calls, 9));
+        })
+        .expect("calibration");
+        assert_eq!(cal.machine.core_types.len(), 1);
+        assert_eq!(cal.samples.len(), 9 * 2); // widths 1 and 2
+        assert!(
+            cal.samples
+                .iter()
+                .all(|s| s.ms > 0.0 && s.desc.op == Op::Gemm)
+        );
+        let predictor = Predictor::fit(&cal).expect("fit");
+        // the units of a small net, measured the same way, against their predictions
+        let spec = NetSpec::builder("n", Shape::new(8, 28, 28))
+            .conv_relu("c1", 16, 3, 1, 1)
+            .max_pool("p", 2, 2)
+            .build()
+            .expect("net");
+        let model =
+            Arc::new(Model::build(spec.clone(), &RandomWeights { seed: 2 }).expect("model"));
+        let x = input(model.input_len(), 3);
+        let measured = measure_units(&rt, &model, x, 3, |_, _, _| {}).expect("measured");
+        assert_eq!(measured.len(), 2 * 2); // 2 units × widths 1, 2
+        // the conv unit is predicted; the pool has no samples in this calibration
+        let units = describe(&spec);
+        let conv: Vec<UnitTime> = measured.iter().copied().filter(|m| m.unit == 0).collect();
+        let acc = accuracy(&predictor, &units, &conv).expect("accuracy");
+        assert_eq!(acc.rows.len(), 2);
+        // (9 noisy samples for 8 terms: only the shape of the answer is checked here)
+        assert!(
+            acc.rows
+                .iter()
+                .all(|r| r.predicted_ms.is_finite() && r.predicted_ms >= 0.0)
+        );
+        assert!(acc.rows.iter().all(|r| r.measured_ms > 0.0 && r.gemm));
+        assert!(accuracy(&predictor, &units, &measured).is_err());
+    }
+
+    #[test]
+    fn bad_options_are_errors() {
+        let rt = Runtime::builder()
+            .topology(Topology::symmetric(1).expect("topology"))
+            .pin(false)
+            .build()
+            .expect("runtime");
+        let zero = CalibrateOptions {
+            repetitions: 0,
+            ..CalibrateOptions::default()
+        };
+        assert!(matches!(
+            calibrate(&rt, &zero, |_, _, _| {}),
+            Err(CalibrateError::Repetitions(0))
+        ));
+        let empty = CalibrateOptions {
+            grid: Vec::new(),
+            ..CalibrateOptions::default()
+        };
+        assert!(matches!(
+            calibrate(&rt, &empty, |_, _, _| {}),
+            Err(CalibrateError::EmptyGrid)
+        ));
+        let misfit = CalibrateOptions {
+            grid: vec![BenchLayer {
+                name: "pool 3x3 @2".into(),
+                input: Shape::new(4, 2, 2),
+                kind: LayerKind::MaxPool {
+                    kernel: (3, 3),
+                    stride: (1, 1),
+                    padding: (0, 0),
+                },
+            }],
+            ..CalibrateOptions::default()
+        };
+        let e = calibrate(&rt, &misfit, |_, _, _| {}).expect_err("3x3 window on 2x2");
+        assert!(
+            e.to_string().contains("benchmark layer `pool 3x3 @2`"),
+            "{e}"
+        );
+    }
+}

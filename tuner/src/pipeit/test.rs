@@ -1,0 +1,230 @@
+//! Unit tests of the pipeit internals: the least-squares solver, the chunk rule, the layer
+//! descriptors' folding rules and the multi-core model.
+
+use taopipe_dsl::{LayerKind, NetSpec, Shape, SplitMix64};
+
+use super::desc::{Op, describe_layers};
+use super::lstsq::lstsq;
+
+fn uniform(rng: &mut SplitMix64) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[test]
+fn lstsq_solves_consistent_systems_with_wide_column_scales() {
+    let mut rng = SplitMix64::new(1);
+    let x_true = [3.0, -2e-9, 5e4, 0.5];
+    let scales = [1.0, 1e9, 1e-4, 1e3];
+    let rows: Vec<Vec<f64>> = (0..30)
+        .map(|_| {
+            scales
+                .iter()
+                .map(|s| s * (uniform(&mut rng) + 0.1))
+                .collect()
+        })
+        .collect();
+    let b: Vec<f64> = rows
+        .iter()
+        .map(|r| r.iter().zip(&x_true).map(|(a, x)| a * x).sum())
+        .collect();
+    let s = lstsq(&rows, &b).expect("solvable");
+    assert_eq!(s.rank, 4);
+    for (got, want) in s.x.iter().zip(&x_true) {
+        assert!((got - want).abs() <= 1e-9 * want.abs(), "{:?}", s.x);
+    }
+}
+
+#[test]
+fn lstsq_minimises_the_residual() {
+    // an overdetermined, inconsistent system: the normal equations hold at the solution
+    let mut rng = SplitMix64::new(2);
+    let rows: Vec<Vec<f64>> = (0..20)
+        .map(|_| (0..3).map(|_| uniform(&mut rng)).collect())
+        .collect();
+    let b: Vec<f64> = (0..20).map(|_| uniform(&mut rng)).collect();
+    let s = lstsq(&rows, &b).expect("solvable");
+    let residual: Vec<f64> = rows
+        .iter()
+        .zip(&b)
+        .map(|(r, bi)| r.iter().zip(&s.x).map(|(a, x)| a * x).sum::<f64>() - bi)
+        .collect();
+    for j in 0..3 {
+        let g: f64 = rows.iter().zip(&residual).map(|(r, e)| r[j] * e).sum();
+        assert!(g.abs() < 1e-12, "Aᵀr[{j}] = {g}");
+    }
+}
+
+#[test]
+fn lstsq_drops_dependent_columns() {
+    // column 2 = 2 · column 0: it gets coefficient 0, and the fit is still exact
+    let rows: Vec<Vec<f64>> = (1..8)
+        .map(|i| {
+            let x = f64::from(i);
+            vec![x, x * x, 2.0 * x, 1.0]
+        })
+        .collect();
+    let b: Vec<f64> = rows.iter().map(|r| 3.0 * r[0] + r[1] - 1.0).collect();
+    let s = lstsq(&rows, &b).expect("solvable");
+    assert_eq!(s.rank, 3);
+    assert_eq!(s.x.iter().filter(|&&x| x == 0.0).count(), 1);
+    for (r, bi) in rows.iter().zip(&b) {
+        let fit: f64 = r.iter().zip(&s.x).map(|(a, x)| a * x).sum();
+        assert!((fit - bi).abs() < 1e-9);
+    }
+    assert!(lstsq(&[], &[]).is_none());
+    assert!(lstsq(&[vec![1.0, f64::NAN]], &[1.0]).is_none());
+    assert!(lstsq(&[vec![1.0], vec![1.0, 2.0]], &[1.0, 2.0]).is_none());
+}
+
+fn one(kind: LayerKind, input: Shape) -> super::LayerDesc {
+    let net = NetSpec::builder("n", input)
+        .layer("x", kind)
+        .build()
+        .expect("a one-layer net");
+    describe_layers(&net)[0]
+}
+
+#[test]
+fn chunk_counts_follow_the_nets_rule() {
+    let conv = |k| LayerKind::Conv2d {
+        out_channels: k,
+        kernel: (3, 3),
+        stride: (1, 1),
+        padding: (1, 1),
+        relu: false,
+    };
+    let x = Shape::new(8, 8, 8);
+    // ≥ 4 channels per chunk, a multiple of 4, ≤ 32 chunks
+    for (k, chunks) in [
+        (3, 1),
+        (4, 1),
+        (16, 4),
+        (36, 9),
+        (64, 16),
+        (100, 25),
+        (128, 32),
+        (129, 17),
+        (2048, 32),
+    ] {
+        assert_eq!(one(conv(k), x).iters, chunks, "conv to {k} channels");
+    }
+    let fc = |f| LayerKind::Fc {
+        out_features: f,
+        relu: false,
+    };
+    for (f, chunks) in [(10, 10), (32, 32), (1000, 32), (4096, 32), (33, 17)] {
+        assert_eq!(one(fc(f), x).iters, chunks, "fc to {f}");
+    }
+    for (c, chunks) in [(3, 3), (64, 32), (96, 32), (33, 17)] {
+        assert_eq!(one(LayerKind::Relu, Shape::new(c, 4, 4)).iters, chunks);
+    }
+    assert_eq!(one(LayerKind::Softmax, Shape::new(10, 1, 1)).iters, 1);
+}
+
+#[test]
+fn descriptors_fold_and_fuse_like_the_model_builder() {
+    // conv → bn → relu read by nothing else: folded and fused
+    let net = NetSpec::builder("n", Shape::new(16, 8, 8))
+        .conv("c1", 16, 3, 1, 1)
+        .batch_norm("bn1")
+        .relu("r1")
+        // c2's output is read by bn2 and by the add: bn2 cannot be folded into c2
+        .conv("c2", 16, 3, 1, 1)
+        .batch_norm("bn2")
+        .residual_add_relu("add", "c2")
+        .fc("fc", 10)
+        .relu("r2")
+        .flatten("flat")
+        .softmax("sm")
+        .build()
+        .expect("net");
+    let ops: Vec<Op> = describe_layers(&net).iter().map(|d| d.op).collect();
+    assert_eq!(
+        ops,
+        vec![
+            Op::Gemm,
+            Op::Free,
+            Op::Free,
+            Op::Gemm,
+            Op::Elementwise,
+            Op::Elementwise,
+            Op::Gemv,
+            Op::Free,
+            Op::Free,
+            Op::Elementwise
+        ]
+    );
+    let d = describe_layers(&net);
+    assert_eq!((d[5].n, d[5].k, d[5].m), (64, 2, 16)); // the add reads two tensors
+    assert_eq!((d[6].n, d[6].k, d[6].m), (1, 16 * 64, 10));
+}
+
+#[test]
+fn pooling_descriptors() {
+    let d = one(
+        LayerKind::MaxPool {
+            kernel: (3, 3),
+            stride: (2, 2),
+            padding: (1, 1),
+        },
+        Shape::new(64, 112, 112),
+    );
+    assert_eq!((d.op, d.n, d.k, d.m), (Op::Pool, 56 * 56, 9, 64));
+    let g = one(LayerKind::GlobalAvgPool, Shape::new(2048, 7, 7));
+    assert_eq!((g.op, g.n, g.k, g.m), (Op::Elementwise, 1, 49, 2048));
+}
+
+#[test]
+fn eq8_on_chunks_is_fitted_and_predicted() {
+    use super::predict::{Calibration, CoreType, MachineInfo, MultiCore};
+    // 1 ms per NKM on one core; on w cores ρ = 0.1 of it repeated, the rest in chunks
+    let truth = MultiCore {
+        alpha: [0.2, 0.05, 0.3],
+        repeated: 0.1,
+    };
+    let mut cal = Calibration::new(MachineInfo {
+        description: String::new(),
+        workers: 4,
+        core_types: vec![CoreType::new(0, 4)],
+    });
+    for (n, k, m, iters) in [
+        (10u64, 1, 1, 5u64),
+        (20, 2, 1, 3),
+        (7, 1, 3, 7),
+        (30, 2, 2, 2),
+        (5, 3, 1, 4),
+        (40, 1, 1, 32),
+    ] {
+        for w in 1..=4usize {
+            let d = super::LayerDesc::new(Op::Pool, n, k, m, iters);
+            let t1 = (n * k * m) as f64;
+            let ms = if w == 1 { t1 } else { truth.ms(t1, iters, w) };
+            cal.samples.push(super::Sample {
+                name: String::new(),
+                desc: d,
+                core_type: 0,
+                width: w,
+                ms,
+            });
+        }
+    }
+    let p = super::Predictor::fit(&cal).expect("fit");
+    let fitted = p
+        .model(Op::Pool, 0)
+        .and_then(|m| m.multi)
+        .expect("multi-core");
+    for (got, want) in fitted.alpha.iter().zip(truth.alpha) {
+        assert!((got - want).abs() < 1e-9, "{fitted:?}");
+    }
+    assert!(
+        (fitted.repeated - truth.repeated).abs() < 1e-9,
+        "{fitted:?}"
+    );
+    // 10 ms in 5 chunks on 2 cores: 1 repeated, then 3 chunks of (9 − 0.2)/5 + 0.05, + 0.3
+    let d = super::LayerDesc::new(Op::Pool, 10, 1, 1, 5);
+    let want = 1.0 + 3.0 * (8.8 / 5.0 + 0.05) + 0.3;
+    assert!((p.layer_ms(&d, 0, 2).expect("2 cores") - want).abs() < 1e-9);
+    // more cores than chunks: one chunk each
+    let want = 1.0 + (8.8 / 5.0 + 0.05) + 0.3;
+    assert!((p.layer_ms(&d, 0, 9).expect("9 cores") - want).abs() < 1e-9);
+}
