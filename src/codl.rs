@@ -640,9 +640,15 @@ impl FrameStats {
         nearest_rank(&self.latencies_ms, q)
     }
 
-    /// The median of the graph times (the latency less the frame's buffer allocation).
+    /// The `q`-quantile of the graph times (the latency less the frame's buffer
+    /// allocation), comparable with switch-mode and pipeline latencies.
+    pub fn graph_quantile_ms(&self, q: f64) -> f64 {
+        nearest_rank(&self.graph_ms, q)
+    }
+
+    /// The median of the graph times.
     pub fn graph_p50_ms(&self) -> f64 {
-        nearest_rank(&self.graph_ms, 0.5)
+        self.graph_quantile_ms(0.5)
     }
 
     /// Median latency.

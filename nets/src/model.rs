@@ -135,7 +135,7 @@ impl Frame {
 thread_local! {
     /// Each worker's scratch (im2col tiles), reused across layers and frames (and by the
     /// split halves of `split.rs`).
-    pub(crate) static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
 }
 
 fn shape(s: taopipe_dsl::Shape) -> Shape {
@@ -145,23 +145,6 @@ fn shape(s: taopipe_dsl::Shape) -> Shape {
 /// torchvision's parameter name: `layer1_0_conv1` + `weight` → `layer1.0.conv1.weight`.
 pub fn torch_name(layer: &str, param: &str) -> String {
     format!("{}.{param}", layer.replace('_', "."))
-}
-
-/// How many layers read each layer's output.
-fn reader_counts(spec: &NetSpec) -> Vec<usize> {
-    let mut readers = vec![0; spec.len()];
-    for (i, layer) in spec.layers().iter().enumerate() {
-        let sources = [
-            Some(layer.source().resolve(i)),
-            layer.residual_source().map(|s| s.resolve(i)),
-        ];
-        for source in sources.into_iter().flatten() {
-            if let Source::Layer(j) = source {
-                readers[j] += 1;
-            }
-        }
-    }
-    readers
 }
 
 /// Loads one parameter tensor, naming the layer in errors.
@@ -236,7 +219,7 @@ impl Model {
     /// # Errors
     /// A missing or mis-shaped tensor, or a layer the kernels do not implement, named.
     pub fn build(spec: NetSpec, weights: &dyn Weights) -> Result<Model, ModelError> {
-        let readers = reader_counts(&spec);
+        let readers = spec.reader_counts();
         let layers = spec.layers();
         let mut steps: Vec<Step> = Vec::with_capacity(layers.len());
         let mut i = 0;
@@ -608,17 +591,29 @@ fn layer_task(
         if chunks.is_empty() {
             return;
         }
-        let guards: Vec<_> = inputs
-            .iter()
-            .map(|b| {
-                b.read()
-                    .expect("inputs are complete: their producers precede this task")
-            })
-            .collect();
-        let views: Vec<&[f32]> = guards.iter().map(|g| &**g).collect();
-        let mut out = output
-            .write(kernel.output_range(chunks.clone()))
-            .expect("ranks write disjoint chunks");
-        SCRATCH.with(|s| kernel.compute_chunks(&views, chunks, &mut out, &mut s.borrow_mut()));
+        compute_chunks(&*kernel, &inputs, &output, chunks);
     })
+}
+
+/// Computes the chunks `chunks` of a layer on the calling worker: reads the inputs whole
+/// and writes exactly those chunks of `output` (every task of every place writes disjoint
+/// chunks), with the worker's scratch.
+pub(crate) fn compute_chunks(
+    kernel: &dyn Kernel,
+    inputs: &[Arc<SharedSlice<f32>>],
+    output: &SharedSlice<f32>,
+    chunks: Range<usize>,
+) {
+    let guards: Vec<_> = inputs
+        .iter()
+        .map(|b| {
+            b.read()
+                .expect("inputs are complete: their producers precede this task")
+        })
+        .collect();
+    let views: Vec<&[f32]> = guards.iter().map(|g| &**g).collect();
+    let mut out = output
+        .write(kernel.output_range(chunks.clone()))
+        .expect("tasks write disjoint chunks");
+    SCRATCH.with(|s| kernel.compute_chunks(&views, chunks, &mut out, &mut s.borrow_mut()));
 }

@@ -50,7 +50,7 @@ use taopipe_dsl::Source;
 use taopipe_runtime::{Place, SharedSlice, Task, TaskGraph, TaskId, split_range};
 
 use crate::Kernel;
-use crate::model::{Frame, Model, SCRATCH};
+use crate::model::{Frame, Model, compute_chunks};
 
 /// Kernel kinds whose output channel `c` reads only input channel `c`: a chain passes their
 /// input to them without an exchange.
@@ -518,17 +518,6 @@ fn side_task(
             return;
         }
         let mine = chunks.start + mine.start..chunks.start + mine.end;
-        let guards: Vec<_> = inputs
-            .iter()
-            .map(|b| {
-                b.read()
-                    .expect("inputs are complete: their producers precede this task")
-            })
-            .collect();
-        let views: Vec<&[f32]> = guards.iter().map(|g| &**g).collect();
-        let mut out = output
-            .write(kernel.output_range(mine.clone()))
-            .expect("sides and ranks write disjoint chunks");
-        SCRATCH.with(|s| kernel.compute_chunks(&views, mine, &mut out, &mut s.borrow_mut()));
+        compute_chunks(&*kernel, &inputs, &output, mine);
     })
 }

@@ -124,6 +124,37 @@ impl NetSpec {
         self.layers.iter().find(|l| l.name() == name)
     }
 
+    /// How many layers read each layer's output (a layer's main input and its residual
+    /// input count once each); what decides whether a layer can be folded into or fused
+    /// with the one before it.
+    ///
+    /// ```
+    /// use taopipe_dsl::{NetSpec, Shape};
+    ///
+    /// let net = NetSpec::builder("n", Shape::new(3, 8, 8))
+    ///     .conv("c1", 4, 3, 1, 1)
+    ///     .conv("c2", 4, 3, 1, 1)
+    ///     .residual_add_relu("add", "c1")
+    ///     .build()?;
+    /// assert_eq!(net.reader_counts(), vec![2, 1, 0]);
+    /// # Ok::<(), taopipe_dsl::DslError>(())
+    /// ```
+    pub fn reader_counts(&self) -> Vec<usize> {
+        let mut readers = vec![0; self.len()];
+        for (i, layer) in self.layers.iter().enumerate() {
+            let sources = [
+                Some(layer.source().resolve(i)),
+                layer.residual_source().map(|s| s.resolve(i)),
+            ];
+            for source in sources.into_iter().flatten() {
+                if let Source::Layer(j) = source {
+                    readers[j] += 1;
+                }
+            }
+        }
+        readers
+    }
+
     /// Number of layers (`M` in the paper).
     pub fn len(&self) -> usize {
         self.layers.len()

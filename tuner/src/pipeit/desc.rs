@@ -171,28 +171,11 @@ fn chunk_count(channels: usize, min_per: usize, multiple: usize) -> u64 {
     channels.div_ceil(per) as u64
 }
 
-/// Readers of each layer's output (its own input and a residual input count once each).
-fn reader_counts(net: &NetSpec) -> Vec<usize> {
-    let mut readers = vec![0; net.len()];
-    for (i, layer) in net.layers().iter().enumerate() {
-        let sources = [
-            Some(layer.source().resolve(i)),
-            layer.residual_source().map(|s| s.resolve(i)),
-        ];
-        for source in sources.into_iter().flatten() {
-            if let Source::Layer(j) = source {
-                readers[j] += 1;
-            }
-        }
-    }
-    readers
-}
-
 /// The descriptor of every layer of `net`, in order (see the
 /// [module docs](super#layer-descriptors)).
 pub fn describe_layers(net: &NetSpec) -> Vec<LayerDesc> {
     let layers = net.layers();
-    let readers = reader_counts(net);
+    let readers = net.reader_counts();
     // Whether layer j + 1 exists, is of the kind, reads layer j and is its only reader: the
     // nets crate then merges it into layer j when it builds the model.
     let absorbed = |j: usize, kind: fn(&LayerKind) -> bool| {
