@@ -17,7 +17,8 @@
 //!   configuration, the same way.
 //! - **ARM-CO-UP switch, MOSAIC**: the profiled unit times (MOSAIC adds its fitted
 //!   transfer costs): latency `Σ runs`, throughput `1 / latency` (one frame at a time).
-//! - **CoDL**: its split-latency predictor.
+//! - **CoDL**: its split-latency predictor. CoDL splits between the two fastest devices; on
+//!   a machine with one (all workers alike) it splits between that device's two halves.
 //! - **layer-parallel**: none (nothing is planned).
 //!
 //! Measured latency counts from when a frame's buffers exist to its last layer (buffer
@@ -44,7 +45,7 @@ use taopipe::devices::{Device, devices};
 use taopipe::dsl::Seeds;
 use taopipe::nets::{Model, RandomWeights};
 use taopipe::profile::{Profile, ProfileOptions, profile};
-use taopipe::runtime::Runtime;
+use taopipe::runtime::{Place, Runtime};
 use taopipe::switch::{Switch, SwitchStats};
 use taopipe::tuner::mapping::Mapping;
 use taopipe::tuner::pipeit::{self, Calibration, Predictor, TimeMatrix, describe};
@@ -356,7 +357,7 @@ impl Bench<'_> {
                     self.model.clone(),
                     vec![taopipe::switch::SwitchRun {
                         units: 0..self.model.spec().units().len(),
-                        place: taopipe::runtime::Place::new(leader, width),
+                        place: Place::new(leader, width),
                         speed: 1.0,
                     }],
                 )?,
@@ -482,9 +483,22 @@ impl Bench<'_> {
     }
 
     fn codl(&mut self) -> anyhow::Result<Row> {
-        let (a, b) = match codl::device_pair(self.rt) {
-            Ok(pair) => pair,
-            Err(e) => return Ok(Row::skipped(Planner::Codl, e.to_string())),
+        // one device (all workers alike): CoDL splits between its two halves
+        let (a, b, note) = match codl::device_pair(self.rt) {
+            Ok((a, b)) => (a, b, None),
+            Err(e) => match self.devices.first().map(|d| d.place) {
+                Some(one) if one.width() >= 2 => {
+                    let half = one.width() / 2;
+                    let a = Place::new(one.leader(), one.width() - half);
+                    let b = Place::new(one.leader() + one.width() - half, half);
+                    (
+                        a,
+                        b,
+                        Some(format!("one device: split between its halves {a} and {b}")),
+                    )
+                }
+                _ => return Ok(Row::skipped(Planner::Codl, e.to_string())),
+            },
         };
         self.bar.set_message("codl: profiling and planning");
         let t = Instant::now();
@@ -511,7 +525,7 @@ impl Bench<'_> {
             measured_latency_p99_ms: Some(stats.graph_quantile_ms(0.99)),
             plan_s,
             trials: 0,
-            note: None,
+            note,
         })
     }
 }
@@ -586,7 +600,7 @@ fn main() -> anyhow::Result<()> {
     };
     // warm-up: one untimed frame on every worker
     rt.run(bench.model.graph(&bench.model.frame(bench.input(0))?, |_| {
-        taopipe::runtime::Place::new(0, workers)
+        Place::new(0, workers)
     }))?;
     let mut rows = Vec::new();
     for planner in planners {
