@@ -52,7 +52,7 @@ use taopipe::tuner::pipeit::{self, Calibration, Predictor, TimeMatrix, describe}
 use taopipe::tuner::{Configuration, SearchResult};
 
 use common::tune::{LiveSearch, MeasureKind, SearchKind, stream};
-use common::{Baseline, RuntimeArgs, frame_input, zoo_net};
+use common::{Baseline, RuntimeArgs, frame_input, frames, zoo_net};
 
 /// Runs every planner of the five papers on one net under the same conditions (same
 /// runtime, same emulated speeds, same frames) and prints one table to compare them.
@@ -201,10 +201,6 @@ struct Bench<'a> {
 impl Bench<'_> {
     fn input(&self, i: u64) -> Vec<f32> {
         frame_input(self.model.input_len(), self.cli.seed + i)
-    }
-
-    fn frames(&self) -> impl Iterator<Item = taopipe::nets::Frame> + '_ {
-        (0..self.cli.frames).map(|i| self.model.frame(self.input(i)).expect("input length"))
     }
 
     /// MOSAIC's profile: every unit alone on every device, and transfer costs.
@@ -419,7 +415,11 @@ impl Bench<'_> {
         plan_s: f64,
     ) -> anyhow::Result<Row> {
         self.bar.set_message(format!("{}: running", planner.name()));
-        let stats: SwitchStats = switch.run(self.rt, self.frames(), |_, _| self.bar.inc(1))?;
+        let stats: SwitchStats = switch.run(
+            self.rt,
+            frames(&self.model, self.cli.frames, self.cli.seed),
+            |_, _| self.bar.inc(1),
+        )?;
         let runs: Vec<String> = switch
             .runs()
             .iter()
@@ -599,9 +599,9 @@ fn main() -> anyhow::Result<()> {
         predictor: None,
     };
     // warm-up: one untimed frame on every worker
-    rt.run(bench.model.graph(&bench.model.frame(bench.input(0))?, |_| {
-        Place::new(0, workers)
-    }))?;
+    bench
+        .model
+        .forward(&rt, bench.input(0), Place::new(0, workers))?;
     let mut rows = Vec::new();
     for planner in planners {
         let row = match bench.run(planner) {

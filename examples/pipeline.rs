@@ -276,11 +276,7 @@ fn main() -> anyhow::Result<()> {
         Mode::Switch => "switch",
     };
     bar.set_message(label);
-    let m = model.clone();
-    let inputs = (0..cli.frames).map(move |i| {
-        m.frame(frame_input(m.input_len(), cli.seed + i))
-            .expect("input length matches")
-    });
+    let inputs = common::frames(&model, cli.frames, cli.seed);
     let outcome = match cli.mode {
         Mode::Pipeline => {
             let config = config

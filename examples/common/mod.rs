@@ -5,14 +5,15 @@ pub(crate) mod tune;
 
 use std::path::PathBuf;
 
-use std::time::Instant;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use taopipe::dsl::NetSpec;
-use taopipe::nets::{Model, zoo};
+use taopipe::nets::{Frame, Model, zoo};
 use taopipe::runtime::{EmulationSpec, Place, Runtime, Topology, parse_cpu_list};
+use taopipe::switch::{Switch, SwitchRun};
 
 /// Where the runtime's workers run and how fast each cluster is.
 #[derive(Debug, Args)]
@@ -84,6 +85,20 @@ pub(crate) fn frame_input(len: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// `count` frames of `model` with inputs `frame_input(_, seed + i)`, made as they are taken.
+pub(crate) fn frames(
+    model: &Arc<Model>,
+    count: u64,
+    seed: u64,
+) -> impl Iterator<Item = Frame> + use<> {
+    let model = model.clone();
+    (0..count).map(move |i| {
+        model
+            .frame(frame_input(model.input_len(), seed + i))
+            .expect("frame_input has the model's input length")
+    })
+}
+
 /// The zoo net `name`; an unknown name is an error listing the zoo's names and `also`.
 pub(crate) fn zoo_net(name: &str, also: &[&str]) -> anyhow::Result<NetSpec> {
     match zoo::by_name(name) {
@@ -108,28 +123,29 @@ pub(crate) struct Baseline {
 }
 
 impl Baseline {
-    /// Runs `frames` frames (inputs `frame_input(_, seed + i)`), moving `bar` once per frame.
+    /// Runs `count` frames (inputs `frame_input(_, seed + i)`), moving `bar` once per frame:
+    /// a switch-mode plan of one run, every unit on all workers.
     pub(crate) fn run(
         rt: &Runtime,
-        model: &Model,
-        frames: u64,
+        model: &Arc<Model>,
+        count: u64,
         seed: u64,
         bar: &ProgressBar,
     ) -> anyhow::Result<Baseline> {
-        let everyone = Place::new(0, rt.num_workers());
-        let mut ms = Vec::new();
-        let start = Instant::now();
-        for i in 0..frames {
-            // timed from when the frame's buffers exist, as the pipelines' latencies are
-            let frame = model.frame(frame_input(model.input_len(), seed + i))?;
-            let t = Instant::now();
-            rt.run(model.graph(&frame, |_| everyone))?;
-            ms.push(t.elapsed().as_secs_f64() * 1e3);
-            bar.inc(1);
-        }
-        let fps = frames as f64 / start.elapsed().as_secs_f64();
-        ms.sort_by(f64::total_cmp);
-        Ok(Baseline { fps, ms })
+        let everyone = SwitchRun {
+            units: 0..model.spec().units().len(),
+            place: Place::new(0, rt.num_workers()),
+            speed: 1.0,
+        };
+        let stats = Switch::new(model.clone(), vec![everyone])?.run(
+            rt,
+            frames(model, count, seed),
+            |_, _| bar.inc(1),
+        )?;
+        Ok(Baseline {
+            fps: stats.throughput_fps(),
+            ms: stats.latency_ms,
+        })
     }
 
     /// The `q` quantile (0..=1) of the frame times, in ms.

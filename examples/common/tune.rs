@@ -235,13 +235,7 @@ pub(crate) fn stream(
     bar: &ProgressBar,
 ) -> anyhow::Result<PipelineStats> {
     let pipeline = Pipeline::new(LiveMeasure::stages(model, config))?;
-    let m = model.clone();
-    let mut source = (0..frames).map(move |i| {
-        Arc::new(
-            m.frame(frame_input(m.input_len(), seed + i))
-                .expect("input length"),
-        )
-    });
+    let mut source = super::frames(model, frames, seed).map(Arc::new);
     Ok(pipeline.run(rt, &mut source, |_, _| bar.inc(1), &StopSignal::new())?)
 }
 
