@@ -61,4 +61,8 @@ pub enum KernelError {
         /// Why not.
         reason: &'static str,
     },
+    /// The kernels' instruction set cannot be used (`TAOPIPE_ISA`, or a forced path this
+    /// CPU lacks).
+    #[error(transparent)]
+    Isa(#[from] crate::simd::IsaError),
 }

@@ -2,13 +2,17 @@
 //! optional fused ReLU. The input is the previous activation flattened in CHW order (what
 //! `torch.flatten(x, 1)` gives).
 //!
-//! FC at batch 1 is a matrix-vector product: memory-bound, so it is a row-wise dot product
-//! (the 16-lane accumulators of `reduce.rs`) rather than a GEMM. Chunks: groups of
-//! output features, at most 32 (`ceil(out / 32)` features each).
+//! FC at batch 1 is a matrix-vector product, bound by memory bandwidth: every weight is read
+//! once per frame and used once (VGG16's `fc6` alone is 411 MB). So it is not a GEMM but
+//! the ISA's row-dot kernel ([`Kernels::dot_rows`]): four rows at a time sharing the loads
+//! of `x`, which stays in L1/L2, while the rows stream from memory. Its speed is reported
+//! in GB/s against a copy bandwidth measured in the same run
+//! (`cargo bench -p taopipe-nets -- report`). Chunks: groups of output features, at most
+//! 32 (`ceil(out / 32)` features each); a row's sum does not depend on its chunk.
 
 use crate::error::KernelError;
 use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
-use crate::reduce::dot;
+use crate::simd::{Isa, Kernels};
 use crate::tensor::Shape;
 
 /// A fully connected layer.
@@ -20,13 +24,14 @@ pub struct Linear {
     bias: Vec<f32>,
     relu: bool,
     chunks: ChunkPlan,
+    kernels: &'static Kernels,
 }
 
 impl Linear {
     /// `out_features × in_shape.len()` weights (row-major) and an optional bias.
     ///
     /// # Errors
-    /// Weights or bias of the wrong length, or a zero size.
+    /// Weights or bias of the wrong length, a zero size, or a bad `TAOPIPE_ISA`.
     ///
     /// ```
     /// use taopipe_nets::{Kernel, Linear, Scratch, Shape};
@@ -71,7 +76,29 @@ impl Linear {
             bias,
             relu,
             chunks: ChunkPlan::new(out_features, 1, 1, 1),
+            kernels: Isa::current()?.kernels(),
         })
+    }
+
+    /// Runs on another ISA path.
+    ///
+    /// # Errors
+    /// [`KernelError::Isa`] when this CPU cannot run it.
+    pub fn with_isa(mut self, isa: Isa) -> Result<Linear, KernelError> {
+        if !isa.is_supported() {
+            return Err(crate::IsaError::Unsupported {
+                isa,
+                have: Isa::available().iter().map(|i| i.name()).collect::<Vec<_>>().join(", "),
+            }
+            .into());
+        }
+        self.kernels = isa.kernels();
+        Ok(self)
+    }
+
+    /// The ISA path in use.
+    pub fn isa(&self) -> Isa {
+        self.kernels.isa
     }
 
     /// Weights, `out × in` row-major.
@@ -117,8 +144,10 @@ impl Kernel for Linear {
         check_io("fc", inputs, 1, self.in_shape.len(), out.len(), rows.len());
         let x = inputs[0];
         let n = x.len();
-        for (o, r) in out.iter_mut().zip(rows) {
-            let y = dot(&self.weights[r * n..(r + 1) * n], x) + self.bias[r];
+        self.kernels
+            .dot_rows(&self.weights[rows.start * n..rows.end * n], x, out);
+        for (o, b) in out.iter_mut().zip(&self.bias[rows]) {
+            let y = *o + b;
             *o = if self.relu { y.max(0.0) } else { y };
         }
     }

@@ -1,208 +1,153 @@
-//! Single-threaded SGEMM, `C = A · B`, on row-major slices: the one matrix product that
-//! conv and FC use.
+//! The blocked GEMM the conv engine runs: `C[rows × cols] = A · B`, with `A` (weights)
+//! packed once at model build into the micro-kernel's row panels ([`PackedA`]) and `B`
+//! (activations) packed per frame into column panels by the caller (im2col, Winograd
+//! transform). Loops, outermost first (BLIS's order; sizes in [`crate::cache`]):
 //!
-//! Every implementation stays reachable through [`GemmImpl`] for A/B benchmarks
-//! (`cargo bench -p taopipe-nets -- gemm`). The default was chosen by measurement on the
-//! real VGG16/ResNet50 conv shapes (see the crate README, "Kernels"):
+//! ```text
+//! for each kc block of the reduction      (partial sums stay in C between blocks)
+//!   for each mc block of rows             (weights block in L2)
+//!     for each NR panel of B              (activation micro-panel in L1)
+//!       for each MR panel of the block    (weight micro-panel from L2)
+//!         micro-kernel MR × NR over kc, epilogue after the last kc block
+//! ```
 //!
-//! * [`GemmImpl::Faer`] — the `gemm` crate (faer's GEMM), called with
-//!   `Parallelism::None`; it picks its AVX2/FMA (or scalar/SSE) micro-kernel at run time,
-//!   so a binary built for generic x86-64 still uses FMA where the CPU has it.
-//! * [`GemmImpl::MatrixMultiply`] — `ndarray::linalg::general_mat_mul`, i.e. the
-//!   `matrixmultiply` crate (also run-time dispatched, no threads: its `threading`
-//!   feature is off).
-//! * [`GemmImpl::Naive`] — a plain triple loop, for tests and as the floor of the table.
+//! Every element of `C` is one FMA chain over the reduction in order, then the epilogue,
+//! whatever the blocking, the tile or the rank that computes it.
 //!
-//! None of them starts a thread. For fixed `(m, n, k)` and strides each is deterministic,
-//! which is what lets a layer's chunks be bit-identical for every gang width.
+//! Choosing this core over the `gemm` crate and tract-linalg was a measurement (README,
+//! "Kernels"; `cargo bench -p taopipe-nets -- report`).
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
+use std::ops::Range;
 
-/// Which SGEMM implementation to use.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum GemmImpl {
-    /// The `gemm` crate with `Parallelism::None` (run-time AVX2/FMA dispatch). The default:
-    /// fastest on the measured conv shapes.
-    #[default]
-    Faer,
-    /// `matrixmultiply` through `ndarray::linalg::general_mat_mul`.
-    MatrixMultiply,
-    /// Triple loop (i, p, j) — a reference, not for production.
-    Naive,
+use crate::cache::Blocking;
+use crate::simd::{Epilogue, Kernels, MatMut, MatRef};
+
+/// A row-major `rows × kdim` matrix packed into panels of `MR` rows, each panel `kdim × MR`
+/// (k-major), rows past the end zero.
+#[derive(Clone, Debug)]
+pub struct PackedA {
+    mr: usize,
+    rows: usize,
+    kdim: usize,
+    data: Vec<f32>,
 }
 
-impl GemmImpl {
-    /// Every implementation, for benchmark tables.
-    pub const ALL: [GemmImpl; 3] = [GemmImpl::Faer, GemmImpl::MatrixMultiply, GemmImpl::Naive];
-
-    /// A short name for tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            GemmImpl::Faer => "gemm-crate",
-            GemmImpl::MatrixMultiply => "matrixmultiply",
-            GemmImpl::Naive => "naive",
+impl PackedA {
+    /// Packs `rows × kdim` values, `value(row, k)`, for micro-kernels of `mr` rows.
+    pub fn pack(mr: usize, rows: usize, kdim: usize, value: impl Fn(usize, usize) -> f32) -> PackedA {
+        let panels = rows.div_ceil(mr);
+        let mut data = vec![0.0; panels * kdim * mr];
+        for p in 0..panels {
+            let panel = &mut data[p * kdim * mr..(p + 1) * kdim * mr];
+            for r in 0..mr.min(rows - p * mr) {
+                for k in 0..kdim {
+                    panel[k * mr + r] = value(p * mr + r, k);
+                }
+            }
         }
+        PackedA { mr, rows, kdim, data }
     }
+
+    /// Packs a row-major matrix with row stride `kdim`.
+    pub fn from_rows(mr: usize, rows: usize, kdim: usize, a: &[f32]) -> PackedA {
+        assert_eq!(a.len(), rows * kdim, "A is {} values, not {rows}×{kdim}", a.len());
+        PackedA::pack(mr, rows, kdim, |r, k| a[r * kdim + k])
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The reduction length.
+    pub fn kdim(&self) -> usize {
+        self.kdim
+    }
+
+    /// Floats held (padding included).
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
 }
 
-/// A row-major matrix operand: `rows × cols`, row `i` starting at `data[i * ld]`.
+/// Floats of `panels` packed B panels of `kdim` rows for micro-kernels `nr` wide.
+pub fn packed_b_len(kdim: usize, panels: usize, nr: usize) -> usize {
+    kdim * panels * nr
+}
+
+/// Where the epilogue's operands come from, for a whole block: `bias[row]` per row of the
+/// block, a residual matrix covering the block, ReLU.
 #[derive(Clone, Copy, Debug)]
-pub struct MatRef<'a> {
-    /// The elements; must hold `(rows - 1) * ld + cols` of them at least.
-    pub data: &'a [f32],
-    /// Distance between the starts of two consecutive rows (`>= cols`).
-    pub ld: usize,
+pub struct BlockEpilogue<'a> {
+    /// One per row of the block.
+    pub bias: &'a [f32],
+    /// As big as the block, if any.
+    pub residual: Option<MatRef<'a>>,
+    /// Clamp at zero.
+    pub relu: bool,
 }
 
-/// A mutable row-major output operand, as [`MatRef`].
-#[derive(Debug)]
-pub struct MatMut<'a> {
-    /// The elements; must hold `(rows - 1) * ld + cols` of them at least.
-    pub data: &'a mut [f32],
-    /// Distance between the starts of two consecutive rows (`>= cols`).
-    pub ld: usize,
-}
-
-fn needed(rows: usize, cols: usize, ld: usize) -> usize {
-    if rows == 0 || cols == 0 {
-        0
-    } else {
-        (rows - 1) * ld + cols
-    }
-}
-
-/// `C[m×n] = A[m×k] · B[k×n]` (or `C += A · B` when `accumulate`), single-threaded.
+/// `C = A[rows] · B`: `rows` of `a` (any range; one starting on a panel boundary, a
+/// multiple of `MR`, wastes no kernel call on a partial first panel), `b` packed
+/// panels of `a.kdim()` rows (`b.len() >= packed_b_len(kdim, ceil(c.cols() / NR), NR)`),
+/// `c` exactly `rows.len() × cols`; then the epilogue, if any.
 ///
 /// # Panics
-/// If a slice is too short for its shape and leading dimension, or a leading dimension is
-/// smaller than its row length: these are the caller's invariants, not user input.
-#[allow(clippy::too_many_arguments)]
-pub fn sgemm(
-    imp: GemmImpl,
-    m: usize,
-    n: usize,
-    k: usize,
-    a: MatRef<'_>,
-    b: MatRef<'_>,
-    c: MatMut<'_>,
-    accumulate: bool,
+/// On the shape mismatches above (caller bugs).
+pub fn gemm(
+    kernels: &Kernels,
+    blocking: &Blocking,
+    a: &PackedA,
+    rows: Range<usize>,
+    b: &[f32],
+    c: &mut MatMut<'_>,
+    epilogue: Option<&BlockEpilogue<'_>>,
 ) {
-    assert!(
-        a.ld >= k && b.ld >= n && c.ld >= n,
-        "leading dimension too small"
-    );
-    assert!(
-        a.data.len() >= needed(m, k, a.ld),
-        "A too short for {m}x{k}"
-    );
-    assert!(
-        b.data.len() >= needed(k, n, b.ld),
-        "B too short for {k}x{n}"
-    );
-    assert!(
-        c.data.len() >= needed(m, n, c.ld),
-        "C too short for {m}x{n}"
-    );
-    if m == 0 || n == 0 {
-        return;
+    let (mr, nr, kdim) = (kernels.mr, kernels.nr, a.kdim);
+    assert_eq!(a.mr, mr, "A packed for MR {} used with MR {mr}", a.mr);
+    assert!(rows.end <= a.rows, "rows {rows:?} of {}", a.rows);
+    assert_eq!(c.rows(), rows.len(), "C has {} rows for {rows:?}", c.rows());
+    let cols = c.cols();
+    let panels = cols.div_ceil(nr);
+    assert!(b.len() >= packed_b_len(kdim, panels, nr), "B too short");
+    if let Some(e) = epilogue {
+        assert!(e.bias.len() >= rows.len(), "bias too short");
     }
-    if k == 0 {
-        if !accumulate {
-            for row in c.data.chunks_mut(c.ld).take(m) {
-                row[..n].fill(0.0);
+    let (kc, mc) = (blocking.kc, blocking.mc.max(mr));
+    let a_step = kdim * mr;
+    let mut k0 = 0;
+    while k0 < kdim {
+        let kcb = kc.min(kdim - k0);
+        let last = k0 + kcb == kdim;
+        // A first panel entered mid-way runs alone; then blocks of `mc` aligned rows.
+        let lead = ((mr - rows.start % mr) % mr).min(rows.len());
+        let blocks = std::iter::once(0..lead)
+            .filter(|r| !r.is_empty())
+            .chain((lead..rows.len()).step_by(mc).map(|i0| i0..(i0 + mc).min(rows.len())));
+        for block in blocks {
+            let (i0, h) = (block.start, block.len());
+            let first = rows.start + i0;
+            let apanels = &a.data[(first / mr * kdim + k0) * mr + first % mr..];
+            for jp in 0..panels {
+                let j0 = jp * nr;
+                let w = nr.min(cols - j0);
+                let bpanel = &b[(jp * kdim + k0) * nr..(jp + 1) * kdim * nr];
+                let e = epilogue.filter(|_| last).map(|e| Epilogue {
+                    bias: &e.bias[i0..i0 + h],
+                    residual: e.residual.map(|r| r.sub(i0, j0, h, w)),
+                    relu: e.relu,
+                });
+                let mut tile = c.sub(i0, j0, h, w);
+                kernels.gemm(kcb, apanels, a_step, bpanel, &mut tile, k0 > 0, e.as_ref());
             }
         }
-        return;
-    }
-    match imp {
-        GemmImpl::Faer => faer_gemm(m, n, k, a, b, c, accumulate),
-        GemmImpl::MatrixMultiply => mm_gemm(m, n, k, a, b, c, accumulate),
-        GemmImpl::Naive => naive_gemm(m, n, k, a, b, c, accumulate),
-    }
-}
-
-fn faer_gemm(
-    m: usize,
-    n: usize,
-    k: usize,
-    a: MatRef<'_>,
-    b: MatRef<'_>,
-    c: MatMut<'_>,
-    accumulate: bool,
-) {
-    let as_isize = |x: usize| isize::try_from(x).expect("leading dimension fits isize");
-    // SAFETY: `sgemm` checked that every slice holds the last element its shape and row
-    // stride address (`(rows-1)*ld + cols`), all strides are non-negative, and column
-    // strides are 1; `c` is borrowed mutably, so `dst` aliases neither `lhs` nor `rhs`.
-    // `Parallelism::None`: the call runs on this thread only.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.data.as_mut_ptr(),
-            1,
-            as_isize(c.ld),
-            accumulate,
-            a.data.as_ptr(),
-            1,
-            as_isize(a.ld),
-            b.data.as_ptr(),
-            1,
-            as_isize(b.ld),
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
-}
-
-fn mm_gemm(
-    m: usize,
-    n: usize,
-    k: usize,
-    a: MatRef<'_>,
-    b: MatRef<'_>,
-    c: MatMut<'_>,
-    accumulate: bool,
-) {
-    // Shapes were validated above, so the views cannot fail; a failure would be a bug here.
-    let av = ArrayView2::from_shape((m, k).strides((a.ld, 1)), &a.data[..needed(m, k, a.ld)])
-        .expect("validated A view");
-    let bv = ArrayView2::from_shape((k, n).strides((b.ld, 1)), &b.data[..needed(k, n, b.ld)])
-        .expect("validated B view");
-    let clen = needed(m, n, c.ld);
-    let mut cv = ArrayViewMut2::from_shape((m, n).strides((c.ld, 1)), &mut c.data[..clen])
-        .expect("validated C view");
-    let beta = if accumulate { 1.0 } else { 0.0 };
-    general_mat_mul(1.0, &av, &bv, beta, &mut cv);
-}
-
-fn naive_gemm(
-    m: usize,
-    n: usize,
-    k: usize,
-    a: MatRef<'_>,
-    b: MatRef<'_>,
-    c: MatMut<'_>,
-    accumulate: bool,
-) {
-    for i in 0..m {
-        let crow = &mut c.data[i * c.ld..i * c.ld + n];
-        if !accumulate {
-            crow.fill(0.0);
-        }
-        for p in 0..k {
-            let aip = a.data[i * a.ld + p];
-            let brow = &b.data[p * b.ld..p * b.ld + n];
-            for (cj, &bj) in crow.iter_mut().zip(brow) {
-                *cj += aip * bj;
-            }
-        }
+        k0 += kcb;
     }
 }
 

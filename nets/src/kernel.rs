@@ -19,13 +19,19 @@ use crate::tensor::Shape;
 /// that a gang of 16 does not lose much to the chunk it cannot split.
 pub const TARGET_CHUNKS: usize = 32;
 
-/// Reusable per-worker scratch memory (im2col tiles, padded inputs, accumulators).
+/// Reusable per-worker scratch memory (packed activations, transform tiles).
 ///
-/// Kernels grow it on demand and never shrink it; give each worker its own.
+/// Kernels grow it on demand and never shrink it; give each worker its own. What [`take`]
+/// returns starts on a 64-byte boundary, so packed panels never split a cache line.
+///
+/// [`take`]: Scratch::take
 #[derive(Debug, Default)]
 pub struct Scratch {
     buf: Vec<f32>,
 }
+
+/// Floats of slack for aligning the start to 64 bytes.
+const ALIGN_FLOATS: usize = 16;
 
 impl Scratch {
     /// An empty scratch.
@@ -33,12 +39,14 @@ impl Scratch {
         Scratch::default()
     }
 
-    /// At least `len` floats (contents unspecified: callers overwrite what they read).
+    /// At least `len` floats starting on a 64-byte boundary (contents unspecified: callers
+    /// overwrite what they read).
     pub fn take(&mut self, len: usize) -> &mut [f32] {
-        if self.buf.len() < len {
-            self.buf.resize(len, 0.0);
+        if self.buf.len() < len + ALIGN_FLOATS {
+            self.buf.resize(len + ALIGN_FLOATS, 0.0);
         }
-        &mut self.buf[..len]
+        let off = self.buf.as_ptr().align_offset(64).min(ALIGN_FLOATS);
+        &mut self.buf[off..off + len]
     }
 
     /// Floats currently held.

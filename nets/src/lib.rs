@@ -28,6 +28,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod batchnorm;
+pub mod cache;
 pub mod conv;
 pub mod elementwise;
 mod error;
@@ -39,7 +40,9 @@ pub mod model;
 #[cfg(test)]
 mod naive;
 pub mod pool;
+pub mod probe;
 mod reduce;
+pub mod simd;
 pub mod softmax;
 mod split;
 pub mod tensor;
@@ -54,10 +57,10 @@ pub use crate::elementwise::{Add, Affine, Relu};
 pub use crate::error::KernelError;
 pub use crate::fc::Linear;
 pub use crate::gap::GlobalAvgPool;
-pub use crate::gemm::GemmImpl;
 pub use crate::kernel::{ChunkPlan, Kernel, Scratch, TARGET_CHUNKS};
 pub use crate::model::{Frame, Model, ModelError, torch_name};
 pub use crate::pool::{Pool2d, PoolKind, PoolParams};
+pub use crate::simd::{Epilogue, Isa, IsaError, Kernels, MatMut, MatRef};
 pub use crate::softmax::Softmax;
 pub use crate::split::{CHANNEL_LOCAL, Chain, LayerSplit, SplitError, SplitPlan};
 pub use crate::tensor::{Shape, Tensor};

@@ -1,7 +1,6 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::gemm::GemmImpl;
 use crate::naive;
 use crate::test_util::{TOL, abs, assert_bit_identical, assert_close, proptest_config, random_vec};
 
@@ -13,7 +12,26 @@ fn random_conv(p: Conv2dParams, input: Shape, seed: u64) -> (Conv2d, Vec<f32>) {
     (conv, x)
 }
 
-/// Checks `conv` with every applicable algorithm and GEMM against the naive reference.
+/// Every applicable algorithm on every ISA this CPU runs, as `conv`.
+fn variants(conv: &Conv2d) -> Vec<Conv2d> {
+    let mut all = Vec::new();
+    for algo in ConvAlgo::ALL.into_iter().filter(|a| a.applies(conv.params())) {
+        for isa in Isa::available() {
+            all.push(conv.clone().with_algo(algo).unwrap().with_isa(isa).unwrap());
+        }
+    }
+    all
+}
+
+/// The tolerance of an algorithm against the f64 reference, per unit of `Σ|w·x|`.
+fn tolerance(algo: ConvAlgo) -> f32 {
+    match algo {
+        ConvAlgo::Direct => TOL,
+        ConvAlgo::Winograd => winograd::ERROR_BOUND as f32,
+    }
+}
+
+/// Checks `conv` with every algorithm and ISA against the naive reference.
 fn check_against_naive(conv: &Conv2d, x: &[f32]) {
     let p = *conv.params();
     let input = conv.in_shape();
@@ -26,22 +44,10 @@ fn check_against_naive(conv: &Conv2d, x: &[f32]) {
         &abs(conv.weights()),
         &abs(conv.bias()),
     );
-    for algo in ConvAlgo::ALL.into_iter().filter(|a| a.applies(&p)) {
-        for imp in GemmImpl::ALL {
-            let c = conv
-                .clone()
-                .with_algo(algo)
-                .expect("applies")
-                .with_gemm(imp);
-            let got = c.forward(&[x], &mut Scratch::new());
-            assert_close(
-                &got,
-                &want,
-                &scale,
-                TOL,
-                &format!("{p:?} {input} {} {}", algo.name(), imp.name()),
-            );
-        }
+    for c in variants(conv) {
+        let got = c.forward(&[x], &mut Scratch::new());
+        let what = format!("{p:?} {input} {} {}", c.algo().name(), c.isa());
+        assert_close(&got, &want, &scale, tolerance(c.algo()), &what);
     }
 }
 
@@ -78,30 +84,28 @@ proptest! {
         let (conv, x) = random_conv(p, input, seed);
         check_against_naive(&conv, &x);
     }
+
+    /// 3×3 stride-1 layers, where Winograd applies, with odd sizes and both paddings.
+    #[test]
+    fn three_by_three_matches_naive(
+        c in 1usize..=24, k in 1usize..=24, h in 1usize..=19, w in 1usize..=19,
+        padding in 0usize..=1, relu: bool, seed in 0u64..10_000,
+    ) {
+        let p = Conv2dParams::new(c, k, 3, 1, padding).with_relu(relu);
+        let input = Shape::new(c, h, w);
+        prop_assume!(p.out_shape(input).is_ok());
+        let (conv, x) = random_conv(p, input, seed);
+        check_against_naive(&conv, &x);
+    }
 }
 
 #[test]
 fn algorithm_order() {
-    assert_eq!(
-        ConvAlgo::choose(&Conv2dParams::new(64, 256, 1, 1, 0)),
-        ConvAlgo::Pointwise
-    );
-    assert_eq!(
-        ConvAlgo::choose(&Conv2dParams::new(64, 64, 3, 1, 1)),
-        ConvAlgo::Im2col
-    );
-    assert_eq!(
-        ConvAlgo::choose(&Conv2dParams::new(64, 64, 1, 1, 1)),
-        ConvAlgo::Im2col
-    );
-    assert_eq!(
-        ConvAlgo::choose(&Conv2dParams::new(3, 64, 7, 2, 3)),
-        ConvAlgo::Im2col
-    );
-    assert_eq!(
-        ConvAlgo::choose(&Conv2dParams::new(256, 512, 1, 2, 0)),
-        ConvAlgo::Im2col
-    );
+    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(64, 64, 3, 1, 1)), ConvAlgo::Winograd);
+    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(3, 64, 3, 1, 1)), ConvAlgo::Direct);
+    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(64, 256, 1, 1, 0)), ConvAlgo::Direct);
+    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(64, 64, 3, 2, 1)), ConvAlgo::Direct);
+    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(64, 64, 3, 1, 2)), ConvAlgo::Direct);
     let conv = Conv2d::new(
         Conv2dParams::new(3, 8, 3, 2, 1),
         Shape::new(3, 9, 9),
@@ -110,22 +114,20 @@ fn algorithm_order() {
     )
     .unwrap();
     assert!(matches!(
-        conv.with_algo(ConvAlgo::Shifted),
+        conv.with_algo(ConvAlgo::Winograd),
         Err(KernelError::Algorithm { .. })
     ));
 }
 
 #[test]
-fn multi_tile_layers_match_naive() {
-    // Large enough that every algorithm runs several column tiles, and K not a multiple of 4.
+fn multi_block_layers_match_naive() {
+    // Large enough that every algorithm runs several blocks, and K not a multiple of MR.
     for (p, input) in [
-        (
-            Conv2dParams::new(64, 36, 3, 1, 1).with_relu(true),
-            Shape::new(64, 40, 40),
-        ),
+        (Conv2dParams::new(64, 36, 3, 1, 1).with_relu(true), Shape::new(64, 40, 40)),
         (Conv2dParams::new(4, 10, 3, 1, 1), Shape::new(4, 130, 130)),
         (Conv2dParams::new(70, 20, 1, 1, 0), Shape::new(70, 31, 33)),
         (Conv2dParams::new(3, 12, 7, 2, 3), Shape::new(3, 64, 60)),
+        (Conv2dParams::new(20, 30, 3, 1, 0), Shape::new(20, 37, 29)),
     ] {
         let (conv, x) = random_conv(p, input, 7);
         check_against_naive(&conv, &x);
@@ -134,16 +136,11 @@ fn multi_tile_layers_match_naive() {
 
 #[test]
 fn chunk_rule() {
-    let chunks = |k: usize| {
-        Conv2d::new(
-            Conv2dParams::new(1, k, 1, 1, 0),
-            Shape::new(1, 4, 4),
-            vec![0.0; k],
-            None,
-        )
-        .unwrap()
-        .chunks()
+    let conv = |k: usize| {
+        Conv2d::new(Conv2dParams::new(1, k, 1, 1, 0), Shape::new(1, 4, 4), vec![0.0; k], None)
+            .unwrap()
     };
+    let chunks = |k: usize| conv(k).chunks();
     assert_eq!(chunks(3), 1);
     assert_eq!(chunks(64), 16);
     assert_eq!(chunks(128), 32);
@@ -155,23 +152,43 @@ fn chunk_rule() {
 #[test]
 fn bit_identical_for_every_width() {
     for (p, input) in [
-        (
-            Conv2dParams::new(16, 64, 3, 1, 1).with_relu(true),
-            Shape::new(16, 20, 20),
-        ),
+        (Conv2dParams::new(16, 64, 3, 1, 1).with_relu(true), Shape::new(16, 20, 20)),
         (Conv2dParams::new(64, 36, 3, 1, 1), Shape::new(64, 30, 30)),
         (Conv2dParams::new(32, 128, 1, 1, 0), Shape::new(32, 14, 14)),
-        (
-            Conv2dParams::new(3, 64, 7, 2, 3).with_relu(true),
-            Shape::new(3, 40, 40),
-        ),
+        (Conv2dParams::new(3, 64, 7, 2, 3).with_relu(true), Shape::new(3, 40, 40)),
         (Conv2dParams::new(32, 50, 1, 2, 0), Shape::new(32, 15, 15)),
     ] {
         let (conv, x) = random_conv(p, input, 11);
-        for algo in ConvAlgo::ALL.into_iter().filter(|a| a.applies(&p)) {
-            for imp in [GemmImpl::Faer, GemmImpl::MatrixMultiply] {
-                let c = conv.clone().with_algo(algo).unwrap().with_gemm(imp);
-                assert_bit_identical(&c, &[&x]);
+        for c in variants(&conv) {
+            assert_bit_identical(&c, &[&x]);
+        }
+    }
+}
+
+/// A fused residual add gives the bits of the conv followed by the add (and ReLU).
+#[test]
+fn fused_residual_equals_conv_then_add() {
+    for (p, input) in [
+        (Conv2dParams::new(32, 64, 1, 1, 0), Shape::new(32, 9, 11)),
+        (Conv2dParams::new(24, 24, 3, 1, 1), Shape::new(24, 13, 10)),
+    ] {
+        let (conv, x) = random_conv(p, input, 3);
+        let r = random_vec(conv.out_shape().len(), 4);
+        for relu in [false, true] {
+            for plain in variants(&conv) {
+                let fused = plain.clone().with_residual(true);
+                let plain = Conv2d::build(
+                    *conv.params(), input, conv.weights().to_vec(), conv.bias().to_vec(),
+                    plain.algo(), plain.isa(),
+                ).unwrap();
+                let y = plain.forward(&[&x], &mut Scratch::new());
+                let add = crate::Add::new(conv.out_shape(), relu);
+                let want = add.forward(&[&y, &r], &mut Scratch::new());
+                let fused_relu = Conv2d { params: p.with_relu(relu), ..fused };
+                let got = fused_relu.forward(&[&x, &r], &mut Scratch::new());
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{} {} relu {relu}", plain.algo().name(), plain.isa());
+                assert_bit_identical(&fused_relu, &[&x, &r]);
             }
         }
     }
@@ -180,50 +197,10 @@ fn bit_identical_for_every_width() {
 #[test]
 fn bad_inputs_are_errors() {
     let p = Conv2dParams::new(3, 8, 3, 1, 0);
-    assert!(matches!(
-        p.out_shape(Shape::new(4, 8, 8)),
-        Err(KernelError::Channels { .. })
-    ));
-    assert!(matches!(
-        p.out_shape(Shape::new(3, 2, 8)),
-        Err(KernelError::Geometry { .. })
-    ));
+    assert!(matches!(p.out_shape(Shape::new(4, 8, 8)), Err(KernelError::Channels { .. })));
+    assert!(matches!(p.out_shape(Shape::new(3, 2, 8)), Err(KernelError::Geometry { .. })));
     assert!(matches!(
         Conv2d::new(p, Shape::new(3, 8, 8), vec![0.0; 5], None),
         Err(KernelError::BufferLen { .. })
     ));
-}
-
-/// im2col of a column range starting anywhere in a row (tiles split rows) equals the same
-/// columns of the whole im2col — including ranges that start in the last columns, whose
-/// window lies wholly in the right padding (AlexNet's 5×5 pad-2 conv on 27×27 hit this).
-#[test]
-fn im2col_of_any_column_range_matches_the_whole() {
-    for (k, s, pad, side) in [
-        (5, 1, 2, 27),
-        (3, 1, 1, 9),
-        (3, 2, 1, 9),
-        (7, 2, 3, 11),
-        (11, 4, 2, 31),
-    ] {
-        let p = Conv2dParams::new(2, 1, k, s, pad);
-        let (conv, x) = random_conv(p, Shape::new(2, side, side), 5);
-        let n = conv.out_shape().plane();
-        let rows = 2 * k * k;
-        let mut whole = vec![f32::NAN; rows * n];
-        conv.im2col(&x, 0..n, &mut whole, n);
-        let ow = conv.out_shape().w;
-        for start in [ow - 1, ow - 2, ow + 1, 2 * ow - 1, n - 1] {
-            let cols = start..(start + 3).min(n);
-            let mut part = vec![f32::NAN; rows * cols.len()];
-            conv.im2col(&x, cols.clone(), &mut part, cols.len());
-            for r in 0..rows {
-                assert_eq!(
-                    &part[r * cols.len()..(r + 1) * cols.len()],
-                    &whole[r * n + cols.start..r * n + cols.end],
-                    "k{k} s{s} p{pad} {side}x{side}: row {r}, columns {cols:?}"
-                );
-            }
-        }
-    }
 }

@@ -19,7 +19,10 @@ proptest! {
         let want = naive::linear(&weights, &bias, &x, relu);
         let scale = naive::linear(&abs(&weights), &abs(&bias), &abs(&x), false);
         let fc = Linear::new(input, out, weights, Some(bias), relu).unwrap();
-        assert_close(&fc.forward(&[&x], &mut Scratch::new()), &want, &scale, TOL, "fc");
+        for isa in crate::Isa::available() {
+            let fc = fc.clone().with_isa(isa).unwrap();
+            assert_close(&fc.forward(&[&x], &mut Scratch::new()), &want, &scale, TOL, isa.name());
+        }
     }
 }
 
@@ -35,7 +38,9 @@ fn bit_identical_for_every_width() {
     )
     .unwrap();
     assert_eq!(fc.chunks(), 32);
-    assert_bit_identical(&fc, &[&random_vec(input.len(), 3)]);
+    for isa in crate::Isa::available() {
+        assert_bit_identical(&fc.clone().with_isa(isa).unwrap(), &[&random_vec(input.len(), 3)]);
+    }
 }
 
 #[test]

@@ -1,0 +1,147 @@
+//! Cache sizes, and the GEMM blocking derived from them.
+//!
+//! Sizes come from Linux sysfs (`/sys/devices/system/cpu/cpu0/cache/index*/`), per core
+//! for L1d and L2 and for the whole cache for L3; where they are missing, 32 KiB, 512 KiB
+//! and 8 MiB. The blocking follows BLIS's analysis of where each operand should live:
+//!
+//! - **`kc`** (the reduction block): one packed micro-panel of activations (`kc × NR`
+//!   floats) takes half of L1d, so it stays there while the weight micro-panels stream
+//!   past it; clamped to 64..=512.
+//! - **`mc`** (output channels per block): a block of packed weights (`mc × kc`) takes
+//!   half of L2, so it is reused from L2 across every activation panel of a column block;
+//!   a multiple of `MR`.
+//! - **`column block`** (pixels packed at once): the packed activations of one block (all
+//!   of `C·kh·kw` rows) take about half of L2, so the `kc` slice a weight block meets is
+//!   close by; a multiple of `NR`.
+
+use std::sync::OnceLock;
+
+use crate::simd::Kernels;
+
+/// Data-cache sizes in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheSizes {
+    /// L1 data cache of one core.
+    pub l1d: usize,
+    /// L2 of one core.
+    pub l2: usize,
+    /// The last level.
+    pub l3: usize,
+}
+
+impl CacheSizes {
+    /// This machine's, read once.
+    pub fn get() -> CacheSizes {
+        static SIZES: OnceLock<CacheSizes> = OnceLock::new();
+        *SIZES.get_or_init(|| CacheSizes::from_sysfs("/sys/devices/system/cpu/cpu0/cache"))
+    }
+
+    /// The sizes a sysfs `cache` folder describes, defaults for what it lacks.
+    pub fn from_sysfs(dir: impl AsRef<std::path::Path>) -> CacheSizes {
+        let mut sizes = CacheSizes {
+            l1d: 32 << 10,
+            l2: 512 << 10,
+            l3: 8 << 20,
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return sizes;
+        };
+        for entry in entries.flatten() {
+            let read = |name: &str| std::fs::read_to_string(entry.path().join(name)).ok();
+            let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+            else {
+                continue;
+            };
+            let Some(bytes) = parse_size(size.trim()) else {
+                continue;
+            };
+            match (level.trim(), kind.trim()) {
+                ("1", "Data") => sizes.l1d = bytes,
+                ("2", "Unified" | "Data") => sizes.l2 = bytes,
+                ("3", "Unified" | "Data") => sizes.l3 = bytes,
+                _ => {}
+            }
+        }
+        sizes
+    }
+}
+
+/// `32K`, `1024K`, `32M`, or plain bytes.
+fn parse_size(s: &str) -> Option<usize> {
+    let (num, mult) = match s.as_bytes().last()? {
+        b'K' | b'k' => (&s[..s.len() - 1], 1 << 10),
+        b'M' | b'm' => (&s[..s.len() - 1], 1 << 20),
+        b'G' | b'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<usize>().ok().map(|n| n * mult)
+}
+
+/// GEMM block sizes for one micro-kernel on one machine (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocking {
+    /// Reduction block.
+    pub kc: usize,
+    /// Output channels per weight block (a multiple of `MR`).
+    pub mc: usize,
+    /// Bytes of packed activations per column block.
+    pub column_bytes: usize,
+}
+
+impl Blocking {
+    /// The blocking for `kernels` on a machine with `caches`.
+    pub fn new(kernels: &Kernels, caches: CacheSizes) -> Blocking {
+        let kc = (caches.l1d / 2 / (kernels.nr * 4)).clamp(64, 512) / 8 * 8;
+        let mc = (caches.l2 / 2 / (kc * 4)).max(kernels.mr) / kernels.mr * kernels.mr;
+        Blocking {
+            kc,
+            mc,
+            column_bytes: caches.l2 / 2,
+        }
+    }
+
+    /// Columns per packed block for a reduction of `kdim` rows: a multiple of `nr`, at
+    /// least one panel.
+    pub fn columns(&self, kdim: usize, nr: usize) -> usize {
+        (self.column_bytes / (kdim.max(1) * 4) / nr).max(1) * nr
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysfs_sizes_parse_and_default() {
+        let dir = std::env::temp_dir().join(format!("taopipe-cache-{}", std::process::id()));
+        for (i, (level, kind, size)) in
+            [("1", "Data", "48K"), ("1", "Instruction", "32K"), ("2", "Unified", "2048K")]
+                .into_iter()
+                .enumerate()
+        {
+            let d = dir.join(format!("index{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("level"), level).unwrap();
+            std::fs::write(d.join("type"), kind).unwrap();
+            std::fs::write(d.join("size"), size).unwrap();
+        }
+        let s = CacheSizes::from_sysfs(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(s, CacheSizes { l1d: 48 << 10, l2: 2 << 20, l3: 8 << 20 });
+        assert_eq!(CacheSizes::from_sysfs("/nonexistent").l1d, 32 << 10);
+        assert_eq!(parse_size("32M"), Some(32 << 20));
+        assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn blocking_fits_the_caches() {
+        let k = crate::Isa::Portable.kernels();
+        let caches = CacheSizes { l1d: 32 << 10, l2: 512 << 10, l3: 32 << 20 };
+        let b = Blocking::new(k, caches);
+        assert!(b.kc * k.nr * 4 <= caches.l1d / 2);
+        assert!(b.mc * b.kc * 4 <= caches.l2 / 2 && b.mc % k.mr == 0);
+        let cols = b.columns(576, k.nr);
+        assert!(cols % k.nr == 0 && cols * 576 * 4 <= caches.l2 / 2);
+        assert_eq!(b.columns(1 << 30, k.nr), k.nr);
+    }
+}

@@ -1,0 +1,516 @@
+//! 2-D convolution (cross-correlation, PyTorch's `Conv2d`): any kernel, stride and zero
+//! padding, bias, fused ReLU and, optionally, a fused residual add; weights in OIHW order.
+//!
+//! # Algorithms
+//! [`ConvAlgo::choose`] takes the first case that applies, in this order:
+//!
+//! 1. [`ConvAlgo::Winograd`] — 3×3, stride 1, padding ≤ 1, enough input and output
+//!    channels that the transforms pay off (see [`winograd`] for the rule and its
+//!    measurement): F(4×4, 3×3).
+//! 2. [`ConvAlgo::Direct`] — everything else: im2col into the micro-kernel's panels, then
+//!    the blocked GEMM (a 1×1 stride-1 unpadded conv packs plain copies).
+//!
+//! Both stay reachable through [`Conv2d::with_algo`] for A/B runs.
+//!
+//! # How a layer is cut
+//! Weights are packed once, at build, for the layer's ISA ([`Conv2d::with_isa`]; default
+//! [`Isa::current`]). The output pixels are cut into *blocks* (consecutive pixels of each
+//! channel plane: a direct column block, or whole rows of Winograd tiles) fixed by the
+//! layer's shape and the machine's caches. A block's input is packed (im2col'd, or
+//! Winograd-transformed) once, then multiplied by the weights of any range of output
+//! channels. Every output element is computed by the same float operations whichever
+//! channels, blocks, rank or gang computes it, so results are bit-identical for every
+//! width, place and pipeline.
+//!
+//! [`Kernel::compute_chunks`] computes output-channel chunks ([`ChunkPlan`]: at most 32, of
+//! a multiple of 4 channels each) for all pixels, packing each block itself: what a CoDL split
+//! or a single rank runs.
+
+use std::ops::Range;
+
+use crate::cache::{Blocking, CacheSizes};
+use crate::error::KernelError;
+use crate::gemm::BlockEpilogue;
+use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
+use crate::simd::{Isa, Kernels, MatMut};
+use crate::tensor::Shape;
+
+mod direct;
+pub mod winograd;
+
+use direct::{Direct, residual_view};
+use winograd::Winograd;
+
+/// Hyperparameters of a convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Conv2dParams {
+    /// Input channels `C`.
+    pub in_channels: usize,
+    /// Output channels `K`.
+    pub out_channels: usize,
+    /// Kernel `(kh, kw)`.
+    pub kernel: (usize, usize),
+    /// Stride `(sy, sx)`.
+    pub stride: (usize, usize),
+    /// Zero padding `(py, px)`, on both sides of each axis.
+    pub padding: (usize, usize),
+    /// Apply ReLU to the output (fused).
+    pub relu: bool,
+}
+
+impl Conv2dParams {
+    /// A square `k×k` conv, the same stride and padding on both axes, ReLU off.
+    pub const fn new(
+        in_channels: usize,
+        out_channels: usize,
+        k: usize,
+        stride: usize,
+        padding: usize,
+    ) -> Self {
+        Conv2dParams {
+            in_channels,
+            out_channels,
+            kernel: (k, k),
+            stride: (stride, stride),
+            padding: (padding, padding),
+            relu: false,
+        }
+    }
+
+    /// The same with fused ReLU on or off.
+    pub const fn with_relu(mut self, relu: bool) -> Self {
+        self.relu = relu;
+        self
+    }
+
+    /// Output shape for `input`: `(H + 2p − kh) / s + 1` (floor), likewise for W.
+    ///
+    /// # Errors
+    /// Zero sizes, a channel mismatch, or a kernel larger than the padded input.
+    ///
+    /// ```
+    /// use taopipe_nets::{Conv2dParams, Shape};
+    /// let stem = Conv2dParams::new(3, 64, 7, 2, 3);
+    /// assert_eq!(stem.out_shape(Shape::new(3, 224, 224))?, Shape::new(64, 112, 112));
+    /// # Ok::<(), taopipe_nets::KernelError>(())
+    /// ```
+    pub fn out_shape(&self, input: Shape) -> Result<Shape, KernelError> {
+        let geo = |reason: String| KernelError::Geometry {
+            layer: "conv",
+            input,
+            reason,
+        };
+        let (kh, kw) = self.kernel;
+        let ((sy, sx), (py, px)) = (self.stride, self.padding);
+        if kh == 0
+            || kw == 0
+            || sy == 0
+            || sx == 0
+            || self.out_channels == 0
+            || self.in_channels == 0
+        {
+            return Err(geo(format!("zero size in {self:?}")));
+        }
+        if input.c != self.in_channels {
+            return Err(KernelError::Channels {
+                layer: "conv",
+                input,
+                expected: self.in_channels,
+                got: input.c,
+            });
+        }
+        let (hp, wp) = (input.h + 2 * py, input.w + 2 * px);
+        if hp < kh || wp < kw {
+            return Err(geo(format!(
+                "kernel {kh}×{kw} larger than padded input {hp}×{wp}"
+            )));
+        }
+        Ok(Shape::new(
+            self.out_channels,
+            (hp - kh) / sy + 1,
+            (wp - kw) / sx + 1,
+        ))
+    }
+
+    /// Weight elements, `K·C·kh·kw`.
+    pub const fn weight_len(&self) -> usize {
+        self.out_channels * self.in_channels * self.kernel.0 * self.kernel.1
+    }
+}
+
+/// How a [`Conv2d`] computes; see the module doc for the order [`ConvAlgo::choose`] uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConvAlgo {
+    /// im2col into panels + blocked GEMM: any conv.
+    Direct,
+    /// Winograd F(4×4, 3×3): 3×3, stride 1, padding ≤ 1.
+    Winograd,
+}
+
+impl ConvAlgo {
+    /// Every algorithm.
+    pub const ALL: [ConvAlgo; 2] = [ConvAlgo::Winograd, ConvAlgo::Direct];
+
+    /// The first case that applies to `p` (module doc).
+    pub fn choose(p: &Conv2dParams) -> ConvAlgo {
+        if winograd::pays_off(p) {
+            ConvAlgo::Winograd
+        } else {
+            ConvAlgo::Direct
+        }
+    }
+
+    /// Whether the algorithm can run `p`.
+    pub fn applies(self, p: &Conv2dParams) -> bool {
+        match self {
+            ConvAlgo::Direct => true,
+            ConvAlgo::Winograd => winograd::applies(p),
+        }
+    }
+
+    /// A short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConvAlgo::Direct => "direct",
+            ConvAlgo::Winograd => "winograd",
+        }
+    }
+}
+
+/// Fewest output channels in a chunk (and the multiple chunks are rounded to): small
+/// enough that 16 workers share a 64-channel layer; a chunk that starts inside a weight
+/// panel costs one short kernel call per block.
+const MIN_CHANNELS_PER_CHUNK: usize = 4;
+
+/// One algorithm's blocks: how it packs a block's input and multiplies it.
+pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
+    /// Blocks of the output plane.
+    fn blocks(&self) -> usize;
+    /// The pixels (flat, of each output channel plane) block `block` covers.
+    fn block_pixels(&self, block: usize) -> Range<usize>;
+    /// Floats of one packed block.
+    fn packed_len(&self) -> usize;
+    /// Floats of per-rank work memory `compute` needs for `channels` output channels.
+    fn work_len(&self, channels: usize) -> usize;
+    /// Floats of work memory `pack` needs.
+    fn pack_work_len(&self) -> usize {
+        0
+    }
+    /// Packs block `block` of input `x` into `out` (`packed_len` floats).
+    fn pack(&self, kernels: &Kernels, x: &[f32], block: usize, out: &mut [f32], work: &mut [f32]);
+    /// Computes `channels` × the block's pixels into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn compute(
+        &self,
+        kernels: &Kernels,
+        blocking: &Blocking,
+        packed: &[f32],
+        block: usize,
+        channels: Range<usize>,
+        out: &mut MatMut<'_>,
+        epilogue: &BlockEpilogue<'_>,
+        work: &mut [f32],
+    );
+    /// Floats of packed weights held.
+    fn packed_weights(&self) -> usize;
+}
+
+/// A convolution layer bound to its input shape.
+#[derive(Debug)]
+pub struct Conv2d {
+    params: Conv2dParams,
+    in_shape: Shape,
+    out_shape: Shape,
+    /// OIHW, as given (kept for [`Conv2d::with_algo`] / [`Conv2d::with_isa`] and tests).
+    weights: Vec<f32>,
+    bias: Vec<f32>,
+    algo: ConvAlgo,
+    kernels: &'static Kernels,
+    blocking: Blocking,
+    engine: Box<dyn Engine>,
+    chunks: ChunkPlan,
+    residual: bool,
+}
+
+impl Clone for Conv2d {
+    fn clone(&self) -> Conv2d {
+        Conv2d::build(
+            self.params,
+            self.in_shape,
+            self.weights.clone(),
+            self.bias.clone(),
+            self.algo,
+            self.kernels.isa,
+        )
+        .expect("a built conv rebuilds")
+        .with_residual(self.residual)
+    }
+}
+
+impl Conv2d {
+    /// A conv with `weights` in OIHW order and an optional bias (zeros when `None`), using
+    /// [`ConvAlgo::choose`] and [`Isa::current`].
+    ///
+    /// # Errors
+    /// As [`Conv2dParams::out_shape`], weights/bias of the wrong length, or a bad
+    /// `TAOPIPE_ISA`.
+    ///
+    /// ```
+    /// use taopipe_nets::{Conv2d, Conv2dParams, Kernel, Scratch, Shape};
+    /// // A 1×1 conv that sums two channels.
+    /// let conv = Conv2d::new(Conv2dParams::new(2, 1, 1, 1, 0), Shape::new(2, 1, 2), vec![1.0, 1.0], None)?;
+    /// let y = conv.forward(&[&[1.0, 2.0, 10.0, 20.0]], &mut Scratch::new());
+    /// assert_eq!(y, vec![11.0, 22.0]);
+    /// # Ok::<(), taopipe_nets::KernelError>(())
+    /// ```
+    pub fn new(
+        params: Conv2dParams,
+        in_shape: Shape,
+        weights: Vec<f32>,
+        bias: Option<Vec<f32>>,
+    ) -> Result<Conv2d, KernelError> {
+        let bias = bias.unwrap_or_else(|| vec![0.0; params.out_channels]);
+        let isa = Isa::current().map_err(KernelError::Isa)?;
+        Conv2d::build(params, in_shape, weights, bias, ConvAlgo::choose(&params), isa)
+    }
+
+    fn build(
+        params: Conv2dParams,
+        in_shape: Shape,
+        weights: Vec<f32>,
+        bias: Vec<f32>,
+        algo: ConvAlgo,
+        isa: Isa,
+    ) -> Result<Conv2d, KernelError> {
+        let out_shape = params.out_shape(in_shape)?;
+        if weights.len() != params.weight_len() {
+            return Err(KernelError::BufferLen {
+                what: "conv weights",
+                expected: params.weight_len(),
+                got: weights.len(),
+            });
+        }
+        if bias.len() != params.out_channels {
+            return Err(KernelError::BufferLen {
+                what: "conv bias",
+                expected: params.out_channels,
+                got: bias.len(),
+            });
+        }
+        if !isa.is_supported() {
+            return Err(KernelError::Isa(crate::IsaError::Unsupported {
+                isa,
+                have: Isa::available().iter().map(|i| i.name()).collect::<Vec<_>>().join(", "),
+            }));
+        }
+        let kernels = isa.kernels();
+        let blocking = Blocking::new(kernels, CacheSizes::get());
+        let engine: Box<dyn Engine> = match algo {
+            ConvAlgo::Direct => Box::new(Direct::new(
+                params, in_shape, out_shape, &weights, kernels, &blocking,
+            )),
+            ConvAlgo::Winograd => Box::new(Winograd::new(
+                params, in_shape, out_shape, &weights, kernels, &blocking,
+            )),
+        };
+        Ok(Conv2d {
+            params,
+            in_shape,
+            out_shape,
+            weights,
+            bias,
+            algo,
+            kernels,
+            blocking,
+            engine,
+            chunks: ChunkPlan::new(
+                params.out_channels,
+                out_shape.plane(),
+                MIN_CHANNELS_PER_CHUNK,
+                MIN_CHANNELS_PER_CHUNK,
+            ),
+            residual: false,
+        })
+    }
+
+    /// Forces an algorithm (A/B benchmarks, tests, users who want the direct path).
+    ///
+    /// # Errors
+    /// [`KernelError::Algorithm`] when it does not apply to this layer.
+    pub fn with_algo(self, algo: ConvAlgo) -> Result<Conv2d, KernelError> {
+        if !algo.applies(&self.params) {
+            return Err(KernelError::Algorithm {
+                layer: "conv",
+                algo: algo.name(),
+                reason: "needs a 3×3 kernel, stride 1 and padding at most 1",
+            });
+        }
+        let residual = self.residual;
+        Ok(Conv2d::build(self.params, self.in_shape, self.weights, self.bias, algo, self.kernels.isa)?
+            .with_residual(residual))
+    }
+
+    /// Runs on another ISA path (weights repacked for its micro-kernel).
+    ///
+    /// # Errors
+    /// [`KernelError::Isa`] when this CPU cannot run it.
+    pub fn with_isa(self, isa: Isa) -> Result<Conv2d, KernelError> {
+        let residual = self.residual;
+        Ok(Conv2d::build(self.params, self.in_shape, self.weights, self.bias, self.algo, isa)?
+            .with_residual(residual))
+    }
+
+    /// Fuses a residual add into the store: the layer takes a second input of its output
+    /// shape and computes `relu?(conv(x) + bias + residual)`, the bits of the conv
+    /// followed by an add (and ReLU).
+    pub fn with_residual(mut self, residual: bool) -> Conv2d {
+        self.residual = residual;
+        self
+    }
+
+    /// The hyperparameters.
+    pub fn params(&self) -> &Conv2dParams {
+        &self.params
+    }
+
+    /// The algorithm in use.
+    pub fn algo(&self) -> ConvAlgo {
+        self.algo
+    }
+
+    /// The ISA path in use.
+    pub fn isa(&self) -> Isa {
+        self.kernels.isa
+    }
+
+    /// Weights, OIHW.
+    pub fn weights(&self) -> &[f32] {
+        &self.weights
+    }
+
+    /// Bias, one per output channel.
+    pub fn bias(&self) -> &[f32] {
+        &self.bias
+    }
+
+    /// Output channels of each chunk.
+    pub fn chunk_channels(&self, chunk: usize) -> Range<usize> {
+        self.chunks.channels_of(chunk)
+    }
+
+    /// Blocks of output pixels (see the module doc).
+    pub fn blocks(&self) -> usize {
+        self.engine.blocks()
+    }
+
+    /// Packs every block of `x` once (timing experiments).
+    #[doc(hidden)]
+    pub fn pack_all(&self, x: &[f32], scratch: &mut Scratch) {
+        let len = self.engine.packed_len().next_multiple_of(16);
+        let (buf, work) = scratch.take(len + self.engine.pack_work_len()).split_at_mut(len);
+        for b in 0..self.engine.blocks() {
+            self.engine.pack(self.kernels, x, b, buf, work);
+        }
+    }
+
+    /// Floats of weights packed for the micro-kernel (padding included).
+    pub fn packed_weights(&self) -> usize {
+        self.engine.packed_weights()
+    }
+
+    /// Computes output channels `channels` of every block into
+    /// `out` (`channels.len()` rows of the output plane), packing each block into scratch.
+    fn run_channels(
+        &self,
+        x: &[f32],
+        residual: Option<&[f32]>,
+        channels: Range<usize>,
+        out: &mut [f32],
+        scratch: &mut Scratch,
+    ) {
+        let plane = self.out_shape.plane();
+        let packed_len = self.engine.packed_len().next_multiple_of(16);
+        let work_len = self.engine.work_len(channels.len()).max(self.engine.pack_work_len());
+        let (packed, work) = scratch.take(packed_len + work_len).split_at_mut(packed_len);
+        let mut view = MatMut::from_slice(out, plane, channels.len(), plane);
+        for block in 0..self.engine.blocks() {
+            self.engine.pack(self.kernels, x, block, packed, work);
+            let pixels = self.engine.block_pixels(block);
+            let epilogue = BlockEpilogue {
+                bias: &self.bias[channels.clone()],
+                residual: residual_view(residual, plane, &channels, &pixels),
+                relu: self.params.relu,
+            };
+            let mut tile = view.sub(0, pixels.start, channels.len(), pixels.len());
+            self.engine.compute(
+                self.kernels,
+                &self.blocking,
+                packed,
+                block,
+                channels.clone(),
+                &mut tile,
+                &epilogue,
+                &mut work[..work_len],
+            );
+        }
+    }
+}
+
+impl Kernel for Conv2d {
+    fn kind(&self) -> &'static str {
+        "conv"
+    }
+
+    fn arity(&self) -> usize {
+        1 + usize::from(self.residual)
+    }
+
+    fn in_shape(&self) -> Shape {
+        self.in_shape
+    }
+
+    fn out_shape(&self) -> Shape {
+        self.out_shape
+    }
+
+    fn flops(&self) -> u64 {
+        2 * (self.params.weight_len() * self.out_shape.plane()) as u64
+    }
+
+    fn plan(&self) -> &ChunkPlan {
+        &self.chunks
+    }
+
+    fn compute_chunk(
+        &self,
+        inputs: &[&[f32]],
+        chunk: usize,
+        out: &mut [f32],
+        scratch: &mut Scratch,
+    ) {
+        self.compute_chunks(inputs, chunk..chunk + 1, out, scratch);
+    }
+
+    fn compute_chunks(
+        &self,
+        inputs: &[&[f32]],
+        chunks: Range<usize>,
+        out: &mut [f32],
+        scratch: &mut Scratch,
+    ) {
+        let want = self.output_range(chunks.clone()).len();
+        check_io("conv", &inputs[..1.min(inputs.len())], 1, self.in_shape.len(), out.len(), want);
+        if self.residual {
+            check_io("conv residual", &inputs[1..], 1, self.out_shape.len(), want, want);
+        }
+        if chunks.is_empty() {
+            return;
+        }
+        let channels = self.chunks.channels_of(chunks.start).start
+            ..self.chunks.channels_of(chunks.end - 1).end;
+        self.run_channels(inputs[0], inputs.get(1).copied(), channels, out, scratch);
+    }
+}
+
+#[cfg(test)]
+mod test;

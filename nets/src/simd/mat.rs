@@ -1,0 +1,167 @@
+//! Strided matrix views for the micro-kernels: `rows × cols` floats, row `i` at `i · ld`.
+//!
+//! [`MatMut`] is an exclusive view that may come from a slice or from a runtime claim on
+//! a tile of a shared output (`taopipe_runtime::RectGuard`): both are just a pointer, a
+//! row stride and a shape whose every element the view may write. Sub-views re-borrow.
+
+use std::marker::PhantomData;
+
+/// Elements a `rows × cols` view with row stride `ld` spans.
+fn span(rows: usize, cols: usize, ld: usize) -> usize {
+    if rows == 0 || cols == 0 {
+        0
+    } else {
+        (rows - 1) * ld + cols
+    }
+}
+
+/// A read-only strided view.
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a> {
+    data: &'a [f32],
+    ld: usize,
+    rows: usize,
+    cols: usize,
+}
+
+impl<'a> MatRef<'a> {
+    /// `rows × cols` of `data` at row stride `ld`.
+    ///
+    /// # Panics
+    /// If `data` is too short, or `cols > ld` with more than one row.
+    pub fn from_slice(data: &'a [f32], ld: usize, rows: usize, cols: usize) -> MatRef<'a> {
+        assert!(rows <= 1 || cols <= ld, "cols {cols} > ld {ld}");
+        assert!(
+            data.len() >= span(rows, cols, ld),
+            "{rows}×{cols} at ld {ld} needs {} values, got {}",
+            span(rows, cols, ld),
+            data.len()
+        );
+        MatRef { data, ld, rows, cols }
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Row stride.
+    pub fn ld(&self) -> usize {
+        self.ld
+    }
+
+    /// Row `i`.
+    pub fn row(&self, i: usize) -> &'a [f32] {
+        assert!(i < self.rows, "row {i} of {}", self.rows);
+        &self.data[i * self.ld..i * self.ld + self.cols]
+    }
+
+    /// The `rows × cols` block at `(r, c)`.
+    pub fn sub(&self, r: usize, c: usize, rows: usize, cols: usize) -> MatRef<'a> {
+        assert!(r + rows <= self.rows && c + cols <= self.cols, "sub-view out of bounds");
+        if rows == 0 || cols == 0 {
+            return MatRef { data: &[], ld: self.ld, rows, cols };
+        }
+        MatRef::from_slice(&self.data[r * self.ld + c..], self.ld, rows, cols)
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const f32 {
+        self.data.as_ptr()
+    }
+}
+
+/// An exclusive strided view: the micro-kernels store through it.
+#[derive(Debug)]
+pub struct MatMut<'a> {
+    ptr: *mut f32,
+    ld: usize,
+    rows: usize,
+    cols: usize,
+    _borrow: PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: a `MatMut` is an exclusive borrow of `f32`s, like `&mut [f32]`, which is Send.
+unsafe impl Send for MatMut<'_> {}
+
+impl<'a> MatMut<'a> {
+    /// `rows × cols` of `data` at row stride `ld`.
+    ///
+    /// # Panics
+    /// If `data` is too short, or `cols > ld` with more than one row.
+    pub fn from_slice(data: &'a mut [f32], ld: usize, rows: usize, cols: usize) -> MatMut<'a> {
+        assert!(rows <= 1 || cols <= ld, "cols {cols} > ld {ld}");
+        assert!(
+            data.len() >= span(rows, cols, ld),
+            "{rows}×{cols} at ld {ld} needs {} values, got {}",
+            span(rows, cols, ld),
+            data.len()
+        );
+        MatMut {
+            ptr: data.as_mut_ptr(),
+            ld,
+            rows,
+            cols,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Row stride.
+    pub fn ld(&self) -> usize {
+        self.ld
+    }
+
+    /// Row `i`.
+    pub fn row(&self, i: usize) -> &[f32] {
+        assert!(i < self.rows, "row {i} of {}", self.rows);
+        // SAFETY: row `i < rows` spans `cols` elements at `i · ld` inside the view (its
+        // constructor checked the extent), borrowed shared through `&self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(i * self.ld), self.cols) }
+    }
+
+    /// Row `i`, mutably.
+    pub fn row_mut(&mut self, i: usize) -> &mut [f32] {
+        assert!(i < self.rows, "row {i} of {}", self.rows);
+        // SAFETY: as `row`, borrowed exclusively through `&mut self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.ld), self.cols) }
+    }
+
+    /// The `rows × cols` block at `(r, c)`, re-borrowed.
+    ///
+    /// # Panics
+    /// If the block does not lie inside the view.
+    pub fn sub(&mut self, r: usize, c: usize, rows: usize, cols: usize) -> MatMut<'_> {
+        assert!(
+            r + rows <= self.rows && c + cols <= self.cols,
+            "sub-view {rows}×{cols} at ({r}, {c}) of {}×{}",
+            self.rows,
+            self.cols
+        );
+        MatMut {
+            // In bounds (checked above), so `wrapping_add` is an ordinary offset.
+            ptr: self.ptr.wrapping_add(r * self.ld + c),
+            ld: self.ld,
+            rows,
+            cols,
+            _borrow: PhantomData,
+        }
+    }
+
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut f32 {
+        self.ptr
+    }
+}

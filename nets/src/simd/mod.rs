@@ -1,0 +1,474 @@
+//! Run-time ISA dispatch: one table of micro-kernels per instruction set, chosen once.
+//!
+//! As in MLAS's platform table or XNNPACK's configs, call sites never test CPU features:
+//! they ask [`Isa::kernels`] for a [`Kernels`] table and call through it. One generic
+//! x86-64 binary uses AVX-512F where the CPU has it, otherwise AVX2 + FMA, otherwise the
+//! portable path; an aarch64 build uses NEON.
+//!
+//! # Knobs
+//! - `TAOPIPE_ISA=avx512|avx2|neon|portable` forces a path for the whole process (a path
+//!   the CPU lacks is an error naming it, reported when the first model is built).
+//! - Otherwise the best path the CPU has ([`Isa::detect`]).
+//!
+//! Layers take their ISA when they are built (weights are packed for its micro-kernel), so
+//! tests can build the same layer for every ISA in one process ([`Isa::available`]).
+//!
+//! # Unsafe
+//! The micro-kernels are `unsafe fn`s over raw pointers (SIMD loads and stores); they live
+//! in this folder only, behind the safe wrappers of this module, which check every slice
+//! length and tile size first. [`MatMut`] (in `mat.rs`) is the one safe view of a strided
+//! output that they write.
+
+use std::fmt;
+use std::ops::Range;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use crate::conv::winograd::Geometry;
+use crate::gemm::BlockEpilogue;
+
+mod mat;
+mod portable;
+mod runs;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+#[cfg(target_arch = "aarch64")]
+mod neon;
+
+pub use mat::{MatMut, MatRef};
+pub(crate) use runs::{copy_runs, zero_runs};
+
+/// An instruction-set path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Isa {
+    /// Plain Rust, no intrinsics: any CPU, and what Miri runs.
+    Portable,
+    /// x86-64 AVX2 with FMA (Haswell, Zen and later).
+    Avx2,
+    /// x86-64 AVX-512F (Skylake-SP, Ice Lake, Sapphire Rapids, Zen 4 and later).
+    Avx512,
+    /// aarch64 Advanced SIMD (every ARMv8-A core: Cortex-A53/A57/A72, Carmel, Apple).
+    Neon,
+}
+
+/// An unknown or unusable `TAOPIPE_ISA` value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IsaError {
+    /// Not one of the names.
+    #[error("TAOPIPE_ISA={0}: unknown ISA; choose one of avx512, avx2, neon, portable")]
+    Unknown(String),
+    /// A path this CPU (or this build's architecture) cannot run.
+    #[error("TAOPIPE_ISA={isa}: this CPU cannot run it (it has: {have})")]
+    Unsupported {
+        /// The path asked for.
+        isa: Isa,
+        /// The paths it has, comma-separated.
+        have: String,
+    },
+}
+
+impl Isa {
+    /// Every path, fastest first.
+    pub const ALL: [Isa; 4] = [Isa::Avx512, Isa::Avx2, Isa::Neon, Isa::Portable];
+
+    /// The name `TAOPIPE_ISA` takes and reports show.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Portable => "portable",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+            Isa::Neon => "neon",
+        }
+    }
+
+    /// Whether this CPU can run the path.
+    pub fn is_supported(self) -> bool {
+        match self {
+            Isa::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
+    /// The paths this CPU can run, fastest first (always ends with [`Isa::Portable`]).
+    pub fn available() -> Vec<Isa> {
+        Isa::ALL.into_iter().filter(|i| i.is_supported()).collect()
+    }
+
+    /// The fastest path this CPU has.
+    pub fn detect() -> Isa {
+        Isa::ALL
+            .into_iter()
+            .find(|i| i.is_supported())
+            .unwrap_or(Isa::Portable)
+    }
+
+    /// The process-wide path: `TAOPIPE_ISA` if set, else [`Isa::detect`]. Read once.
+    ///
+    /// # Errors
+    /// A `TAOPIPE_ISA` that names no path, or one this CPU cannot run.
+    ///
+    /// ```
+    /// let isa = taopipe_nets::Isa::current()?;
+    /// assert!(isa.is_supported());
+    /// println!("kernels: {isa}");
+    /// # Ok::<(), taopipe_nets::IsaError>(())
+    /// ```
+    pub fn current() -> Result<Isa, IsaError> {
+        static CURRENT: OnceLock<Result<Isa, IsaError>> = OnceLock::new();
+        CURRENT
+            .get_or_init(|| match std::env::var("TAOPIPE_ISA") {
+                Ok(v) if !v.is_empty() => {
+                    let isa: Isa = v.parse()?;
+                    if isa.is_supported() {
+                        Ok(isa)
+                    } else {
+                        Err(IsaError::Unsupported {
+                            isa,
+                            have: Isa::available()
+                                .iter()
+                                .map(|i| i.name())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        })
+                    }
+                }
+                _ => Ok(Isa::detect()),
+            })
+            .clone()
+    }
+
+    /// The micro-kernel table of this path.
+    ///
+    /// # Panics
+    /// If this CPU cannot run the path ([`Isa::is_supported`]): calling its kernels would
+    /// be undefined behaviour, so this is checked here, once per layer build.
+    pub fn kernels(self) -> &'static Kernels {
+        assert!(
+            self.is_supported(),
+            "ISA {self} is not supported by this CPU"
+        );
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => &x86::AVX2,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => &x86::AVX512,
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => &neon::NEON,
+            _ => &portable::PORTABLE,
+        }
+    }
+}
+
+impl Kernels {
+    /// Every GEMM tile shape built for `isa` (the table's own first), for benchmarks that
+    /// compare them. Empty when this CPU cannot run `isa`.
+    pub fn variants(isa: Isa) -> Vec<&'static Kernels> {
+        if !isa.is_supported() {
+            return Vec::new();
+        }
+        let mut all = vec![isa.kernels()];
+        #[cfg(target_arch = "x86_64")]
+        all.extend(x86::VARIANTS.iter().filter(|k| k.isa == isa));
+        all
+    }
+}
+
+impl fmt::Display for Kernels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}x{}", self.isa, self.mr, self.nr)
+    }
+}
+
+impl fmt::Display for Isa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Isa {
+    type Err = IsaError;
+
+    fn from_str(s: &str) -> Result<Isa, IsaError> {
+        Isa::ALL
+            .into_iter()
+            .find(|i| i.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| IsaError::Unknown(s.to_string()))
+    }
+}
+
+/// The raw micro-kernel: for `rows` rows of packed A (panels of `MR`, `a_step` floats
+/// apart, the last one possibly short), `C[rows × NR] (=|+=) A·B` over `kc`, then the
+/// epilogue. Looping over the panels inside the kernel keeps the call overhead off short
+/// reductions (`kc` = 27 for a 3-channel 3×3 conv).
+///
+/// # Safety
+/// The CPU runs the kernel's ISA; panel `p < ceil(rows / MR)` of `a` holds `kc·MR` floats
+/// at `p·a_step`; `b` holds `kc·NR`; `c` addresses `rows` rows of `NR` floats at stride
+/// `ldc`, writable and aliasing nothing else; `bias` is null or holds `rows` floats;
+/// `residual` is null or addresses `rows × NR` at `ldr`.
+pub(crate) type GemmFn = unsafe fn(&RawTile);
+
+/// The raw row-dot kernel of [`Kernels::dot_rows`].
+///
+/// # Safety
+/// The CPU runs the kernel's ISA; `w` holds `rows · n` floats, `x` `n`, `y` `rows`.
+pub(crate) type DotRowsFn = unsafe fn(w: *const f32, n: usize, x: *const f32, rows: usize, y: *mut f32);
+
+/// The raw FMA-throughput probe: runs `iters` rounds of independent FMA chains and returns
+/// the floating-point operations done (and a value that keeps them alive).
+///
+/// # Safety
+/// The CPU runs the kernel's ISA.
+pub(crate) type FmaProbeFn = unsafe fn(iters: u64) -> (u64, f32);
+
+/// The Winograd input transform of [`crate::conv::winograd::input_block`], compiled for
+/// the table's ISA.
+///
+/// # Safety
+/// The CPU runs the kernel's ISA.
+pub(crate) type WinogradInputFn =
+    unsafe fn(&Geometry, &[f32], Range<usize>, usize, &mut [f32], &mut [f32]);
+
+/// The Winograd output transform of [`crate::conv::winograd::output_block`], compiled for
+/// the table's ISA.
+///
+/// # Safety
+/// The CPU runs the kernel's ISA.
+pub(crate) type WinogradOutputFn = unsafe fn(
+    &Geometry,
+    &[f32],
+    usize,
+    Range<usize>,
+    &BlockEpilogue<'_>,
+    &mut MatMut<'_>,
+    &mut [f32],
+);
+
+/// Arguments of one micro-kernel call (see [`GemmFn`]).
+#[derive(Debug)]
+pub(crate) struct RawTile {
+    pub(crate) kc: usize,
+    pub(crate) rows: usize,
+    pub(crate) a: *const f32,
+    pub(crate) a_step: usize,
+    pub(crate) b: *const f32,
+    pub(crate) c: *mut f32,
+    pub(crate) ldc: usize,
+    /// Add to what `c` holds (a later `kc` block) instead of overwriting it.
+    pub(crate) accumulate: bool,
+    /// Null: no epilogue (not the last `kc` block).
+    pub(crate) bias: *const f32,
+    pub(crate) residual: *const f32,
+    pub(crate) ldr: usize,
+    pub(crate) relu: bool,
+}
+
+/// One ISA's micro-kernels and their tile shapes.
+#[derive(Debug)]
+pub struct Kernels {
+    /// The path.
+    pub isa: Isa,
+    /// Rows of the GEMM micro-tile (output channels).
+    pub mr: usize,
+    /// Columns of the GEMM micro-tile (pixels), a multiple of the vector width.
+    pub nr: usize,
+    /// Floats per vector register.
+    pub lanes: usize,
+    pub(crate) gemm: GemmFn,
+    pub(crate) dot_rows: DotRowsFn,
+    pub(crate) fma_probe: FmaProbeFn,
+    pub(crate) winograd_input: WinogradInputFn,
+    pub(crate) winograd_output: WinogradOutputFn,
+}
+
+/// The last-`kc`-block epilogue, applied in registers before the store: per row
+/// `v = acc + bias[row]`, then `v += residual` if any, then `v = max(v, 0)` if `relu`.
+/// The order is fixed so that a fused layer gives the bits of the unfused chain
+/// (conv with bias, then residual add, then ReLU).
+#[derive(Clone, Copy, Debug)]
+pub struct Epilogue<'a> {
+    /// One value per row of the tile.
+    pub bias: &'a [f32],
+    /// A tile of the same shape to add (ResNet's shortcut), if any.
+    pub residual: Option<MatRef<'a>>,
+    /// Clamp at zero.
+    pub relu: bool,
+}
+
+/// Largest `MR · NR` of any table (the partial-tile buffer).
+const MAX_TILE: usize = 16 * 64;
+
+impl Kernels {
+    /// `C (=|+=) A·B` for one column panel: `a` holds packed `MR`-row panels of the
+    /// reduction (`kc × MR` each, k-major, `a_step` floats apart), `b` a packed `kc × NR`
+    /// panel, `c` any number of rows by at most `NR` columns; the epilogue (last `kc`
+    /// block only) as [`Epilogue`]. Columns short of `NR` run the full kernel on a local
+    /// copy, so every element sees the same operations whatever the tile's size.
+    ///
+    /// # Panics
+    /// If a panel is too short, `c` is wider than `NR`, or the epilogue's bias or residual
+    /// do not cover `c`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm(
+        &self,
+        kc: usize,
+        a: &[f32],
+        a_step: usize,
+        b: &[f32],
+        c: &mut MatMut<'_>,
+        accumulate: bool,
+        epilogue: Option<&Epilogue<'_>>,
+    ) {
+        let (mr, nr) = (self.mr, self.nr);
+        let (rows, cols) = (c.rows(), c.cols());
+        if rows == 0 || cols == 0 {
+            return;
+        }
+        let panels = rows.div_ceil(mr);
+        assert!(a_step >= kc * mr, "A panels overlap: step {a_step} < {kc}×{mr}");
+        // The first panel may be entered at row `mr − lead` (a row range starting inside
+        // a panel): then it has `lead < mr` rows and its last k step ends `mr − lead` early.
+        let need = match (kc, panels) {
+            (0, _) => 0,
+            (_, 1) => (kc - 1) * mr + rows,
+            _ => (panels - 1) * a_step + kc * mr,
+        };
+        assert!(
+            a.len() >= need,
+            "A: {} floats for {rows} rows in panels of {kc}×{mr}",
+            a.len()
+        );
+        assert!(b.len() >= kc * nr, "B panel: {} < {kc}×{nr}", b.len());
+        assert!(cols <= nr, "tile {rows}×{cols} wider than {nr}");
+        if let Some(e) = epilogue {
+            assert!(e.bias.len() >= rows, "bias: {} < {rows}", e.bias.len());
+            if let Some(r) = &e.residual {
+                assert!(r.rows() >= rows && r.cols() >= cols, "residual smaller than tile");
+            }
+        }
+        if cols == nr {
+            let raw = RawTile {
+                kc,
+                rows,
+                a: a.as_ptr(),
+                a_step,
+                b: b.as_ptr(),
+                c: c.as_mut_ptr(),
+                ldc: c.ld(),
+                accumulate,
+                bias: epilogue.map_or(std::ptr::null(), |e| e.bias.as_ptr()),
+                residual: epilogue
+                    .and_then(|e| e.residual.as_ref())
+                    .map_or(std::ptr::null(), MatRef::as_ptr),
+                ldr: epilogue.and_then(|e| e.residual.as_ref()).map_or(0, MatRef::ld),
+                relu: epilogue.is_some_and(|e| e.relu),
+            };
+            // SAFETY: `Isa::kernels` checked the CPU runs this table's ISA; the asserts
+            // above checked the panels' extents, that `c` (a `MatMut`: exclusive and in
+            // bounds by construction) is `rows × NR`, that `bias` has `rows` values and
+            // that the residual (a `MatRef`, in bounds) covers `rows × NR`.
+            unsafe { (self.gemm)(&raw) };
+            return;
+        }
+        // Short columns: each panel on a local MR × NR copy.
+        for p in 0..panels {
+            let r0 = p * mr;
+            let h = mr.min(rows - r0);
+            let mut tile = [0.0f32; MAX_TILE];
+            let mut res = [0.0f32; MAX_TILE];
+            let tile = &mut tile[..mr * nr];
+            if accumulate {
+                for i in 0..h {
+                    tile[i * nr..i * nr + cols].copy_from_slice(c.row(r0 + i));
+                }
+            }
+            if let Some(r) = epilogue.and_then(|e| e.residual.as_ref()) {
+                for i in 0..h {
+                    res[i * nr..i * nr + cols].copy_from_slice(&r.row(r0 + i)[..cols]);
+                }
+            }
+            let e = epilogue.map(|e| Epilogue {
+                bias: &e.bias[r0..r0 + h],
+                residual: e
+                    .residual
+                    .map(|_| MatRef::from_slice(&res[..mr * nr], nr, h, nr)),
+                relu: e.relu,
+            });
+            let mut local = MatMut::from_slice(tile, nr, h, nr);
+            self.gemm(kc, &a[p * a_step..], a_step, b, &mut local, accumulate, e.as_ref());
+            for i in 0..h {
+                c.row_mut(r0 + i).copy_from_slice(&local.row(i)[..cols]);
+            }
+        }
+    }
+
+    /// `y[r] = Σ_j w[r·n + j] · x[j]` for `r < y.len()`, `n = x.len()`: the FC layer's
+    /// matrix-vector product. Each row's sum is a fixed function of `n`, so it does not
+    /// depend on which rows are computed together.
+    ///
+    /// # Panics
+    /// If `w` holds fewer than `y.len() · x.len()` values.
+    pub fn dot_rows(&self, w: &[f32], x: &[f32], y: &mut [f32]) {
+        let n = x.len();
+        assert!(w.len() >= y.len() * n, "weights: {} < {}×{n}", w.len(), y.len());
+        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); lengths checked above.
+        unsafe { (self.dot_rows)(w.as_ptr(), n, x.as_ptr(), y.len(), y.as_mut_ptr()) }
+    }
+
+    /// The Winograd input transform of tile rows `rows` (see
+    /// [`crate::conv::winograd::input_block`]), compiled for this table's ISA.
+    pub(crate) fn winograd_input(
+        &self,
+        g: &Geometry,
+        x: &[f32],
+        rows: Range<usize>,
+        out: &mut [f32],
+        work: &mut [f32],
+    ) {
+        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the function is safe code
+        // compiled with the ISA's target features.
+        unsafe { (self.winograd_input)(g, x, rows, self.nr, out, work) }
+    }
+
+    /// The Winograd output transform (see [`crate::conv::winograd::output_block`]),
+    /// compiled for this table's ISA.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn winograd_output(
+        &self,
+        g: &Geometry,
+        m: &[f32],
+        n: usize,
+        rows: Range<usize>,
+        e: &BlockEpilogue<'_>,
+        out: &mut MatMut<'_>,
+        work: &mut [f32],
+    ) {
+        // SAFETY: as `winograd_input`.
+        unsafe { (self.winograd_output)(g, m, n, rows, e, out, work) }
+    }
+
+    /// Runs `iters` rounds of the FMA-throughput probe; returns the floating-point
+    /// operations done. See [`crate::probe`].
+    pub(crate) fn fma_probe(&self, iters: u64) -> u64 {
+        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`).
+        let (flops, sink) = unsafe { (self.fma_probe)(iters) };
+        std::hint::black_box(sink);
+        flops
+    }
+}
+
+#[cfg(test)]
+mod test;

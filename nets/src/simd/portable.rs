@@ -1,0 +1,145 @@
+//! The portable path: plain Rust, no intrinsics. Any CPU runs it, Miri checks it, and it
+//! is the reference the SIMD paths are tested against (besides the naive loops).
+//!
+//! The tile is 4 × 16: the accumulators are a `[[f32; 16]; 4]` the compiler keeps in
+//! vector registers where the baseline target has them (SSE2 on x86-64). Products are
+//! `a * b + c` (two roundings): `mul_add` without hardware FMA is a slow library call.
+
+use std::ops::Range;
+
+use super::{Isa, Kernels, MatMut, RawTile};
+use crate::conv::winograd::{self, Geometry};
+use crate::gemm::BlockEpilogue;
+
+const MR: usize = 4;
+const NR: usize = 16;
+
+pub(super) static PORTABLE: Kernels = Kernels {
+    isa: Isa::Portable,
+    mr: MR,
+    nr: NR,
+    lanes: 1,
+    gemm,
+    dot_rows,
+    fma_probe,
+    winograd_input,
+    winograd_output,
+};
+
+/// # Safety
+/// Always safe (see [`super::WinogradInputFn`]).
+unsafe fn winograd_input(
+    g: &Geometry,
+    x: &[f32],
+    rows: Range<usize>,
+    nr: usize,
+    out: &mut [f32],
+    work: &mut [f32],
+) {
+    winograd::input_block(g, x, rows, nr, out, work);
+}
+
+/// # Safety
+/// Always safe (see [`super::WinogradOutputFn`]).
+unsafe fn winograd_output(
+    g: &Geometry,
+    m: &[f32],
+    n: usize,
+    rows: Range<usize>,
+    e: &BlockEpilogue<'_>,
+    out: &mut MatMut<'_>,
+    work: &mut [f32],
+) {
+    winograd::output_block(g, m, n, rows, e, out, work);
+}
+
+/// # Safety
+/// See [`super::GemmFn`].
+unsafe fn gemm(t: &RawTile) {
+    for p in 0..t.rows.div_ceil(MR) {
+        let rows = MR.min(t.rows - p * MR);
+        // SAFETY: panel `p` and rows `p·MR..p·MR + rows` exist (the contract).
+        unsafe { tile(t, p * MR, rows, t.a.add(p * t.a_step)) };
+    }
+}
+
+/// `rows ≤ MR` rows of C from the panel at `a`.
+///
+/// # Safety
+/// As [`gemm`], for rows `r0..r0 + rows`.
+unsafe fn tile(t: &RawTile, r0: usize, rows: usize, a: *const f32) {
+    // SAFETY: the panel holds `kc·MR` floats and `b` `kc·NR` (the contract).
+    let (a, b) = unsafe {
+        (
+            std::slice::from_raw_parts(a, t.kc * MR),
+            std::slice::from_raw_parts(t.b, t.kc * NR),
+        )
+    };
+    let mut acc = [[0.0f32; NR]; MR];
+    // SAFETY: row `i < rows` of the tile is row `r0 + i` of `c`: NR floats at its `ldc`.
+    let row = |i: usize| unsafe { t.c.add((r0 + i) * t.ldc) };
+    if t.accumulate {
+        for (i, r) in acc.iter_mut().enumerate().take(rows) {
+            // SAFETY: see `row`.
+            r.copy_from_slice(unsafe { std::slice::from_raw_parts(row(i), NR) });
+        }
+    }
+    for (ak, bk) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
+        for (r, &av) in acc.iter_mut().zip(ak) {
+            for (v, &bv) in r.iter_mut().zip(bk) {
+                *v += av * bv;
+            }
+        }
+    }
+    if !t.bias.is_null() {
+        for (i, r) in acc.iter_mut().enumerate().take(rows) {
+            // SAFETY: `bias` holds `rows` floats from `r0` on (the contract).
+            let b = unsafe { *t.bias.add(r0 + i) };
+            r.iter_mut().for_each(|v| *v += b);
+            if !t.residual.is_null() {
+                // SAFETY: the residual addresses these rows, NR floats each at `ldr`.
+                let res = unsafe { std::slice::from_raw_parts(t.residual.add((r0 + i) * t.ldr), NR) };
+                r.iter_mut().zip(res).for_each(|(v, x)| *v += x);
+            }
+            if t.relu {
+                r.iter_mut().for_each(|v| *v = v.max(0.0));
+            }
+        }
+    }
+    for (i, r) in acc.iter().enumerate().take(rows) {
+        // SAFETY: see `row`; writable and aliasing nothing (the contract).
+        unsafe { std::slice::from_raw_parts_mut(row(i), NR) }.copy_from_slice(r);
+    }
+}
+
+/// # Safety
+/// See [`super::DotRowsFn`].
+unsafe fn dot_rows(w: *const f32, n: usize, x: *const f32, rows: usize, y: *mut f32) {
+    // SAFETY: the caller guarantees `w` holds rows·n floats, `x` n and `y` rows.
+    let (w, x, y) = unsafe {
+        (
+            std::slice::from_raw_parts(w, rows * n),
+            std::slice::from_raw_parts(x, n),
+            std::slice::from_raw_parts_mut(y, rows),
+        )
+    };
+    for (yr, wr) in y.iter_mut().zip(w.chunks_exact(n.max(1))) {
+        *yr = crate::reduce::dot(wr, x);
+    }
+}
+
+/// # Safety
+/// Always safe: plain arithmetic (an `unsafe fn` for the table's uniform type).
+unsafe fn fma_probe(iters: u64) -> (u64, f32) {
+    let mut acc = [[1.0f32; NR]; MR];
+    let (a, b) = (std::hint::black_box(0.999_99f32), std::hint::black_box(1e-7f32));
+    for _ in 0..iters {
+        for row in &mut acc {
+            for v in row.iter_mut() {
+                *v = *v * a + b;
+            }
+        }
+    }
+    let sink = acc.iter().flatten().sum();
+    (iters * (2 * MR * NR) as u64, sink)
+}
