@@ -114,10 +114,13 @@ mod tests {
     #[test]
     fn sysfs_sizes_parse_and_default() {
         let dir = std::env::temp_dir().join(format!("taopipe-cache-{}", std::process::id()));
-        for (i, (level, kind, size)) in
-            [("1", "Data", "48K"), ("1", "Instruction", "32K"), ("2", "Unified", "2048K")]
-                .into_iter()
-                .enumerate()
+        for (i, (level, kind, size)) in [
+            ("1", "Data", "48K"),
+            ("1", "Instruction", "32K"),
+            ("2", "Unified", "2048K"),
+        ]
+        .into_iter()
+        .enumerate()
         {
             let d = dir.join(format!("index{i}"));
             std::fs::create_dir_all(&d).unwrap();
@@ -127,7 +130,14 @@ mod tests {
         }
         let s = CacheSizes::from_sysfs(&dir);
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(s, CacheSizes { l1d: 48 << 10, l2: 2 << 20, l3: 8 << 20 });
+        assert_eq!(
+            s,
+            CacheSizes {
+                l1d: 48 << 10,
+                l2: 2 << 20,
+                l3: 8 << 20
+            }
+        );
         assert_eq!(CacheSizes::from_sysfs("/nonexistent").l1d, 32 << 10);
         assert_eq!(parse_size("32M"), Some(32 << 20));
         assert_eq!(parse_size("x"), None);
@@ -136,7 +146,11 @@ mod tests {
     #[test]
     fn blocking_fits_the_caches() {
         let k = crate::Isa::Portable.kernels();
-        let caches = CacheSizes { l1d: 32 << 10, l2: 512 << 10, l3: 32 << 20 };
+        let caches = CacheSizes {
+            l1d: 32 << 10,
+            l2: 512 << 10,
+            l3: 32 << 20,
+        };
         let b = Blocking::new(k, caches);
         assert!(b.kc * k.nr * 4 <= caches.l1d / 2);
         assert!(b.mc * b.kc * 4 <= caches.l2 / 2 && b.mc % k.mr == 0);

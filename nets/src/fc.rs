@@ -88,7 +88,11 @@ impl Linear {
         if !isa.is_supported() {
             return Err(crate::IsaError::Unsupported {
                 isa,
-                have: Isa::available().iter().map(|i| i.name()).collect::<Vec<_>>().join(", "),
+                have: Isa::available()
+                    .iter()
+                    .map(|i| i.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             }
             .into());
         }

@@ -34,7 +34,12 @@ pub struct PackedA {
 
 impl PackedA {
     /// Packs `rows × kdim` values, `value(row, k)`, for micro-kernels of `mr` rows.
-    pub fn pack(mr: usize, rows: usize, kdim: usize, value: impl Fn(usize, usize) -> f32) -> PackedA {
+    pub fn pack(
+        mr: usize,
+        rows: usize,
+        kdim: usize,
+        value: impl Fn(usize, usize) -> f32,
+    ) -> PackedA {
         let panels = rows.div_ceil(mr);
         let mut data = vec![0.0; panels * kdim * mr];
         for p in 0..panels {
@@ -45,12 +50,22 @@ impl PackedA {
                 }
             }
         }
-        PackedA { mr, rows, kdim, data }
+        PackedA {
+            mr,
+            rows,
+            kdim,
+            data,
+        }
     }
 
     /// Packs a row-major matrix with row stride `kdim`.
     pub fn from_rows(mr: usize, rows: usize, kdim: usize, a: &[f32]) -> PackedA {
-        assert_eq!(a.len(), rows * kdim, "A is {} values, not {rows}×{kdim}", a.len());
+        assert_eq!(
+            a.len(),
+            rows * kdim,
+            "A is {} values, not {rows}×{kdim}",
+            a.len()
+        );
         PackedA::pack(mr, rows, kdim, |r, k| a[r * kdim + k])
     }
 
@@ -73,7 +88,6 @@ impl PackedA {
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }
-
 }
 
 /// Floats of `panels` packed B panels of `kdim` rows for micro-kernels `nr` wide.
@@ -127,9 +141,11 @@ pub fn gemm(
         let last = k0 + kcb == kdim;
         // A first panel entered mid-way runs alone; then blocks of `mc` aligned rows.
         let lead = ((mr - rows.start % mr) % mr).min(rows.len());
-        let blocks = std::iter::once(0..lead)
-            .filter(|r| !r.is_empty())
-            .chain((lead..rows.len()).step_by(mc).map(|i0| i0..(i0 + mc).min(rows.len())));
+        let blocks = std::iter::once(0..lead).filter(|r| !r.is_empty()).chain(
+            (lead..rows.len())
+                .step_by(mc)
+                .map(|i0| i0..(i0 + mc).min(rows.len())),
+        );
         for block in blocks {
             let (i0, h) = (block.start, block.len());
             let first = rows.start + i0;

@@ -7,6 +7,10 @@
 //!   into the convolution's weights and bias;
 //! - a `relu` right after a convolution or fully connected layer (or after a folded
 //!   batchnorm) whose output nothing else reads is fused into that layer;
+//! - a residual `add` right after a convolution (or its folded batchnorm) whose output
+//!   nothing else reads is fused into the convolution's store, with the add's ReLU: the
+//!   convolution takes the other operand as a second input. The result has the bits of
+//!   the unfused chain (`(conv + bias) + residual`, then ReLU);
 //! - `flatten` is a no-op on a CHW buffer.
 //!
 //! Those layers keep their place in the spec (and in pipeline units) but run no task: they
@@ -242,7 +246,17 @@ impl Model {
                 } => {
                     let bn = absorbs(i, |k| matches!(k, LayerKind::BatchNorm)).then_some(i + 1);
                     let last = bn.unwrap_or(i);
-                    let fuse_relu = !*relu && absorbs(last, |k| matches!(k, LayerKind::Relu));
+                    // A residual add right after (ResNet's block output) goes into the store.
+                    let add = (!*relu)
+                        .then_some(last + 1)
+                        .filter(|_| absorbs(last, |k| matches!(k, LayerKind::ResidualAdd { .. })));
+                    let residual = add.map(|a| {
+                        let other = layers[a].residual_source().unwrap_or(Source::Input);
+                        resolve(&steps, other.resolve(a))
+                    });
+                    let add_relu = add.is_some_and(|a| layers[a].kind().fused_relu());
+                    let fuse_relu =
+                        add.is_none() && !*relu && absorbs(last, |k| matches!(k, LayerKind::Relu));
                     let conv = build_conv(
                         weights,
                         layer,
@@ -250,14 +264,17 @@ impl Model {
                         *kernel,
                         *stride,
                         *padding,
-                        *relu || fuse_relu,
+                        *relu || fuse_relu || add_relu,
                         bn.map(|b| &layers[b]),
-                    )?;
+                    )?
+                    .with_residual(residual.is_some());
                     steps.push(Step::Run {
                         kernel: Arc::new(conv),
-                        inputs: vec![source],
+                        inputs: std::iter::once(source).chain(residual).collect(),
                     });
-                    let merged = usize::from(bn.is_some()) + usize::from(fuse_relu);
+                    let merged = usize::from(bn.is_some())
+                        + usize::from(fuse_relu)
+                        + usize::from(add.is_some());
                     steps.extend((0..merged).map(|_| Step::Alias(Source::Layer(i))));
                     i += 1 + merged;
                     continue;

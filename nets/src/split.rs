@@ -7,17 +7,12 @@
 //! and place `b` the rest. A chunk is computed by the same float operations whichever place
 //! runs it, so a split output is bit-identical to a single-place run for every ratio.
 //!
-//! CoDL also splits along H (output rows). With these kernels that is not bit-identical at
-//! an arbitrary row. A convolution runs one GEMM per column tile of `oy·OW + ox` positions,
-//! sized from the layer's shape, and the `gemm` crate's summation order depends on the
-//! call's sizes (for `m, n ≤ 64` it blocks `k` by 512, otherwise by its cache model; tiny
-//! products take a horizontal kernel). A row slab whose tiles differ from the whole layer's
-//! rounds differently: a 128×28×28 → 32 3×3 convolution cut after row 2 changed 3265 of its
-//! 25088 outputs in the last bits. Slabs that start and end on the layer's column tiles do
-//! match (`tests/split.rs` checks it), but tiles rarely end on row boundaries: VGG16's
-//! `conv1_1` (4848-column tiles, 224-column rows) has no such cut at all, `conv5_*` one
-//! every 8 of its 14 rows. A slab also needs its input rows and padding copied and the
-//! layer's weights held a second time. So H is not supported.
+//! CoDL also splits along H (output rows). The direct path would allow it bit-identically
+//! at any row (each output is one FMA chain over its window, whatever block it falls in),
+//! but Winograd layers only at multiples of 4 rows, where the slab's 4×4 tiles are the
+//! whole layer's (`tests/split.rs` checks both), and a slab needs its input rows and
+//! padding copied and the layer's weights held a second time. Output channels already
+//! give every ratio CoDL needs, so H is not offered.
 //!
 //! # Chains
 //! With an output-channel split, a layer that mixes channels (convolution, fully connected,

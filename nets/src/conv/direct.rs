@@ -55,7 +55,12 @@ impl Iterator for Segments {
             return None;
         }
         let len = (self.ow - self.ox).min(self.width - self.at);
-        let s = Segment { at: self.at, oy: self.oy, ox: self.ox, len };
+        let s = Segment {
+            at: self.at,
+            oy: self.oy,
+            ox: self.ox,
+            len,
+        };
         self.at += len;
         self.oy += 1;
         self.ox = 0;
@@ -80,7 +85,9 @@ impl Direct {
             output,
             kdim,
             nr: kernels.nr,
-            columns: blocking.columns(kdim, kernels.nr).min(output.plane().next_multiple_of(kernels.nr)),
+            columns: blocking
+                .columns(kdim, kernels.nr)
+                .min(output.plane().next_multiple_of(kernels.nr)),
             weights: PackedA::from_rows(kernels.mr, p.out_channels, kdim, weights),
         }
     }
@@ -191,7 +198,15 @@ impl Engine for Direct {
         epilogue: &BlockEpilogue<'_>,
         _work: &mut [f32],
     ) {
-        gemm(kernels, blocking, &self.weights, channels, packed, out, Some(epilogue));
+        gemm(
+            kernels,
+            blocking,
+            &self.weights,
+            channels,
+            packed,
+            out,
+            Some(epilogue),
+        );
     }
 
     fn packed_weights(&self) -> usize {

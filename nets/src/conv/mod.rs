@@ -4,8 +4,8 @@
 //! # Algorithms
 //! [`ConvAlgo::choose`] takes the first case that applies, in this order:
 //!
-//! 1. [`ConvAlgo::Winograd`] — 3×3, stride 1, padding ≤ 1, enough input and output
-//!    channels that the transforms pay off (see [`winograd`] for the rule and its
+//! 1. [`ConvAlgo::Winograd`] — 3×3, stride 1, padding ≤ 1, enough channels and output
+//!    tiles that the transforms pay off (see [`winograd`] for the rule and its
 //!    measurement): F(4×4, 3×3).
 //! 2. [`ConvAlgo::Direct`] — everything else: im2col into the micro-kernel's panels, then
 //!    the blocked GEMM (a 1×1 stride-1 unpadded conv packs plain copies).
@@ -151,9 +151,9 @@ impl ConvAlgo {
     /// Every algorithm.
     pub const ALL: [ConvAlgo; 2] = [ConvAlgo::Winograd, ConvAlgo::Direct];
 
-    /// The first case that applies to `p` (module doc).
-    pub fn choose(p: &Conv2dParams) -> ConvAlgo {
-        if winograd::pays_off(p) {
+    /// The first case that applies to `p` on `input` (module doc).
+    pub fn choose(p: &Conv2dParams, input: Shape) -> ConvAlgo {
+        if winograd::pays_off(p, input) {
             ConvAlgo::Winograd
         } else {
             ConvAlgo::Direct
@@ -271,7 +271,14 @@ impl Conv2d {
     ) -> Result<Conv2d, KernelError> {
         let bias = bias.unwrap_or_else(|| vec![0.0; params.out_channels]);
         let isa = Isa::current().map_err(KernelError::Isa)?;
-        Conv2d::build(params, in_shape, weights, bias, ConvAlgo::choose(&params), isa)
+        Conv2d::build(
+            params,
+            in_shape,
+            weights,
+            bias,
+            ConvAlgo::choose(&params, in_shape),
+            isa,
+        )
     }
 
     fn build(
@@ -300,7 +307,11 @@ impl Conv2d {
         if !isa.is_supported() {
             return Err(KernelError::Isa(crate::IsaError::Unsupported {
                 isa,
-                have: Isa::available().iter().map(|i| i.name()).collect::<Vec<_>>().join(", "),
+                have: Isa::available()
+                    .iter()
+                    .map(|i| i.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             }));
         }
         let kernels = isa.kernels();
@@ -346,8 +357,15 @@ impl Conv2d {
             });
         }
         let residual = self.residual;
-        Ok(Conv2d::build(self.params, self.in_shape, self.weights, self.bias, algo, self.kernels.isa)?
-            .with_residual(residual))
+        Ok(Conv2d::build(
+            self.params,
+            self.in_shape,
+            self.weights,
+            self.bias,
+            algo,
+            self.kernels.isa,
+        )?
+        .with_residual(residual))
     }
 
     /// Runs on another ISA path (weights repacked for its micro-kernel).
@@ -356,8 +374,15 @@ impl Conv2d {
     /// [`KernelError::Isa`] when this CPU cannot run it.
     pub fn with_isa(self, isa: Isa) -> Result<Conv2d, KernelError> {
         let residual = self.residual;
-        Ok(Conv2d::build(self.params, self.in_shape, self.weights, self.bias, self.algo, isa)?
-            .with_residual(residual))
+        Ok(Conv2d::build(
+            self.params,
+            self.in_shape,
+            self.weights,
+            self.bias,
+            self.algo,
+            isa,
+        )?
+        .with_residual(residual))
     }
 
     /// Fuses a residual add into the store: the layer takes a second input of its output
@@ -407,7 +432,9 @@ impl Conv2d {
     #[doc(hidden)]
     pub fn pack_all(&self, x: &[f32], scratch: &mut Scratch) {
         let len = self.engine.packed_len().next_multiple_of(16);
-        let (buf, work) = scratch.take(len + self.engine.pack_work_len()).split_at_mut(len);
+        let (buf, work) = scratch
+            .take(len + self.engine.pack_work_len())
+            .split_at_mut(len);
         for b in 0..self.engine.blocks() {
             self.engine.pack(self.kernels, x, b, buf, work);
         }
@@ -430,7 +457,10 @@ impl Conv2d {
     ) {
         let plane = self.out_shape.plane();
         let packed_len = self.engine.packed_len().next_multiple_of(16);
-        let work_len = self.engine.work_len(channels.len()).max(self.engine.pack_work_len());
+        let work_len = self
+            .engine
+            .work_len(channels.len())
+            .max(self.engine.pack_work_len());
         let (packed, work) = scratch.take(packed_len + work_len).split_at_mut(packed_len);
         let mut view = MatMut::from_slice(out, plane, channels.len(), plane);
         for block in 0..self.engine.blocks() {
@@ -499,9 +529,23 @@ impl Kernel for Conv2d {
         scratch: &mut Scratch,
     ) {
         let want = self.output_range(chunks.clone()).len();
-        check_io("conv", &inputs[..1.min(inputs.len())], 1, self.in_shape.len(), out.len(), want);
+        check_io(
+            "conv",
+            &inputs[..1.min(inputs.len())],
+            1,
+            self.in_shape.len(),
+            out.len(),
+            want,
+        );
         if self.residual {
-            check_io("conv residual", &inputs[1..], 1, self.out_shape.len(), want, want);
+            check_io(
+                "conv residual",
+                &inputs[1..],
+                1,
+                self.out_shape.len(),
+                want,
+                want,
+            );
         }
         if chunks.is_empty() {
             return;

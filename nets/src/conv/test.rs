@@ -15,7 +15,10 @@ fn random_conv(p: Conv2dParams, input: Shape, seed: u64) -> (Conv2d, Vec<f32>) {
 /// Every applicable algorithm on every ISA this CPU runs, as `conv`.
 fn variants(conv: &Conv2d) -> Vec<Conv2d> {
     let mut all = Vec::new();
-    for algo in ConvAlgo::ALL.into_iter().filter(|a| a.applies(conv.params())) {
+    for algo in ConvAlgo::ALL
+        .into_iter()
+        .filter(|a| a.applies(conv.params()))
+    {
         for isa in Isa::available() {
             all.push(conv.clone().with_algo(algo).unwrap().with_isa(isa).unwrap());
         }
@@ -101,11 +104,19 @@ proptest! {
 
 #[test]
 fn algorithm_order() {
-    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(64, 64, 3, 1, 1)), ConvAlgo::Winograd);
-    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(3, 64, 3, 1, 1)), ConvAlgo::Direct);
-    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(64, 256, 1, 1, 0)), ConvAlgo::Direct);
-    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(64, 64, 3, 2, 1)), ConvAlgo::Direct);
-    assert_eq!(ConvAlgo::choose(&Conv2dParams::new(64, 64, 3, 1, 2)), ConvAlgo::Direct);
+    let choose = |c: usize, k: usize, kernel: usize, s: usize, p: usize, side: usize| {
+        ConvAlgo::choose(
+            &Conv2dParams::new(c, k, kernel, s, p),
+            Shape::new(c, side, side),
+        )
+    };
+    assert_eq!(choose(64, 64, 3, 1, 1, 56), ConvAlgo::Winograd);
+    assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd); // 16 tiles
+    assert_eq!(choose(512, 512, 3, 1, 1, 7), ConvAlgo::Direct); // 4 tiles
+    assert_eq!(choose(3, 64, 3, 1, 1, 224), ConvAlgo::Direct);
+    assert_eq!(choose(64, 256, 1, 1, 0, 56), ConvAlgo::Direct);
+    assert_eq!(choose(64, 64, 3, 2, 1, 56), ConvAlgo::Direct);
+    assert_eq!(choose(64, 64, 3, 1, 2, 56), ConvAlgo::Direct);
     let conv = Conv2d::new(
         Conv2dParams::new(3, 8, 3, 2, 1),
         Shape::new(3, 9, 9),
@@ -123,7 +134,10 @@ fn algorithm_order() {
 fn multi_block_layers_match_naive() {
     // Large enough that every algorithm runs several blocks, and K not a multiple of MR.
     for (p, input) in [
-        (Conv2dParams::new(64, 36, 3, 1, 1).with_relu(true), Shape::new(64, 40, 40)),
+        (
+            Conv2dParams::new(64, 36, 3, 1, 1).with_relu(true),
+            Shape::new(64, 40, 40),
+        ),
         (Conv2dParams::new(4, 10, 3, 1, 1), Shape::new(4, 130, 130)),
         (Conv2dParams::new(70, 20, 1, 1, 0), Shape::new(70, 31, 33)),
         (Conv2dParams::new(3, 12, 7, 2, 3), Shape::new(3, 64, 60)),
@@ -137,8 +151,13 @@ fn multi_block_layers_match_naive() {
 #[test]
 fn chunk_rule() {
     let conv = |k: usize| {
-        Conv2d::new(Conv2dParams::new(1, k, 1, 1, 0), Shape::new(1, 4, 4), vec![0.0; k], None)
-            .unwrap()
+        Conv2d::new(
+            Conv2dParams::new(1, k, 1, 1, 0),
+            Shape::new(1, 4, 4),
+            vec![0.0; k],
+            None,
+        )
+        .unwrap()
     };
     let chunks = |k: usize| conv(k).chunks();
     assert_eq!(chunks(3), 1);
@@ -152,10 +171,16 @@ fn chunk_rule() {
 #[test]
 fn bit_identical_for_every_width() {
     for (p, input) in [
-        (Conv2dParams::new(16, 64, 3, 1, 1).with_relu(true), Shape::new(16, 20, 20)),
+        (
+            Conv2dParams::new(16, 64, 3, 1, 1).with_relu(true),
+            Shape::new(16, 20, 20),
+        ),
         (Conv2dParams::new(64, 36, 3, 1, 1), Shape::new(64, 30, 30)),
         (Conv2dParams::new(32, 128, 1, 1, 0), Shape::new(32, 14, 14)),
-        (Conv2dParams::new(3, 64, 7, 2, 3).with_relu(true), Shape::new(3, 40, 40)),
+        (
+            Conv2dParams::new(3, 64, 7, 2, 3).with_relu(true),
+            Shape::new(3, 40, 40),
+        ),
         (Conv2dParams::new(32, 50, 1, 2, 0), Shape::new(32, 15, 15)),
     ] {
         let (conv, x) = random_conv(p, input, 11);
@@ -178,16 +203,30 @@ fn fused_residual_equals_conv_then_add() {
             for plain in variants(&conv) {
                 let fused = plain.clone().with_residual(true);
                 let plain = Conv2d::build(
-                    *conv.params(), input, conv.weights().to_vec(), conv.bias().to_vec(),
-                    plain.algo(), plain.isa(),
-                ).unwrap();
+                    *conv.params(),
+                    input,
+                    conv.weights().to_vec(),
+                    conv.bias().to_vec(),
+                    plain.algo(),
+                    plain.isa(),
+                )
+                .unwrap();
                 let y = plain.forward(&[&x], &mut Scratch::new());
                 let add = crate::Add::new(conv.out_shape(), relu);
                 let want = add.forward(&[&y, &r], &mut Scratch::new());
-                let fused_relu = Conv2d { params: p.with_relu(relu), ..fused };
+                let fused_relu = Conv2d {
+                    params: p.with_relu(relu),
+                    ..fused
+                };
                 let got = fused_relu.forward(&[&x, &r], &mut Scratch::new());
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&got), bits(&want), "{} {} relu {relu}", plain.algo().name(), plain.isa());
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "{} {} relu {relu}",
+                    plain.algo().name(),
+                    plain.isa()
+                );
                 assert_bit_identical(&fused_relu, &[&x, &r]);
             }
         }
@@ -197,8 +236,14 @@ fn fused_residual_equals_conv_then_add() {
 #[test]
 fn bad_inputs_are_errors() {
     let p = Conv2dParams::new(3, 8, 3, 1, 0);
-    assert!(matches!(p.out_shape(Shape::new(4, 8, 8)), Err(KernelError::Channels { .. })));
-    assert!(matches!(p.out_shape(Shape::new(3, 2, 8)), Err(KernelError::Geometry { .. })));
+    assert!(matches!(
+        p.out_shape(Shape::new(4, 8, 8)),
+        Err(KernelError::Channels { .. })
+    ));
+    assert!(matches!(
+        p.out_shape(Shape::new(3, 2, 8)),
+        Err(KernelError::Geometry { .. })
+    ));
     assert!(matches!(
         Conv2d::new(p, Shape::new(3, 8, 8), vec![0.0; 5], None),
         Err(KernelError::BufferLen { .. })

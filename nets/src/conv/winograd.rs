@@ -22,9 +22,12 @@
 //! shapes), about 5–10× the direct path's.
 //!
 //! # When it pays off
-//! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels. Below that the
-//! transforms (per input channel and per output channel) cost more than the 4× saved in
-//! the GEMMs (measured: README, "Kernels").
+//! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels, and at least
+//! [`MIN_TILES`] output tiles. With fewer channels the transforms (per input channel and
+//! per output channel) cost more than the 4× saved in the GEMMs; with fewer tiles the
+//! GEMMs' `n` (the tile count) is shorter than the micro-kernel's panel and most of its
+//! columns are wasted: ResNet50's 7×7 layers (4 tiles) ran at 0.55× the direct path, the
+//! 14×14 and 13×13 layers (16 tiles) at 2× (measured: README, "Kernels").
 
 use std::ops::Range;
 
@@ -44,6 +47,9 @@ const XI: usize = T * T;
 /// Fewest input and output channels for [`pays_off`].
 pub const MIN_CHANNELS: usize = 16;
 
+/// Fewest 4×4 output tiles for [`pays_off`].
+pub const MIN_TILES: usize = 16;
+
 /// Bound on `|y − y_exact| / Σ|w·x|` per output (module docs).
 pub const ERROR_BOUND: f64 = 2e-5;
 
@@ -52,9 +58,14 @@ pub fn applies(p: &Conv2dParams) -> bool {
     p.kernel == (3, 3) && p.stride == (1, 1) && p.padding.0 <= 1 && p.padding.1 <= 1
 }
 
-/// Whether [`ConvAlgo::choose`](super::ConvAlgo::choose) picks it (module docs).
-pub fn pays_off(p: &Conv2dParams) -> bool {
-    applies(p) && p.in_channels >= MIN_CHANNELS && p.out_channels >= MIN_CHANNELS
+/// Whether [`ConvAlgo::choose`](super::ConvAlgo::choose) picks it for `p` on `input`
+/// (module docs).
+pub fn pays_off(p: &Conv2dParams, input: Shape) -> bool {
+    applies(p)
+        && p.in_channels >= MIN_CHANNELS
+        && p.out_channels >= MIN_CHANNELS
+        && p.out_shape(input)
+            .is_ok_and(|o| o.h.div_ceil(M) * o.w.div_ceil(M) >= MIN_TILES)
 }
 
 /// `G` (6×3).
@@ -106,7 +117,9 @@ impl Winograd {
         let (c, k) = (p.in_channels, p.out_channels);
         let (th, tw) = (output.h.div_ceil(M), output.w.div_ceil(M));
         let target = blocking.column_bytes / (XI * c * 4);
-        let rows_per_block = (target / tw).max((4 * kernels.nr).div_ceil(tw)).clamp(1, th);
+        let rows_per_block = (target / tw)
+            .max((4 * kernels.nr).div_ceil(tw))
+            .clamp(1, th);
         // U[ξ][k][c] = (G g Gᵀ)[ξ] in f64.
         let mut u = vec![0.0f32; XI * k * c];
         for kk in 0..k {
@@ -205,7 +218,15 @@ impl Engine for Winograd {
             for (xi, mx) in m.chunks_exact_mut(n * tiles).enumerate() {
                 let mut view = MatMut::from_slice(mx, tiles, n, tiles);
                 let v = &packed[xi * per_xi..(xi + 1) * per_xi];
-                gemm(kernels, blocking, &self.weights[xi], sub.clone(), v, &mut view, None);
+                gemm(
+                    kernels,
+                    blocking,
+                    &self.weights[xi],
+                    sub.clone(),
+                    v,
+                    &mut view,
+                    None,
+                );
             }
             let e = BlockEpilogue {
                 bias: &epilogue.bias[s0..s0 + n],
@@ -302,8 +323,16 @@ pub(crate) fn input_block(
                     p2[t] = q[2];
                     p3[t] = q[3];
                 }
-                let window = [&p0[..tw], &p1[..tw], &p2[..tw], &p3[..tw], &p0[1..], &p1[1..]];
-                let mut o: [&mut [f32]; T] = split6(&mut r[i * T * tiles..(i + 1) * T * tiles], tiles);
+                let window = [
+                    &p0[..tw],
+                    &p1[..tw],
+                    &p2[..tw],
+                    &p3[..tw],
+                    &p0[1..],
+                    &p1[1..],
+                ];
+                let mut o: [&mut [f32]; T] =
+                    split6(&mut r[i * T * tiles..(i + 1) * T * tiles], tiles);
                 for (jj, oj) in o.iter_mut().enumerate() {
                     let dst = &mut oj[ri * tw..(ri + 1) * tw];
                     bt_row(jj, window, dst);
@@ -389,7 +418,11 @@ pub(crate) fn output_block(
                 &m[at..at + tiles]
             });
             for ii in 0..M {
-                at_row(ii, c, &mut q[(ii * T + jj) * tiles..(ii * T + jj + 1) * tiles]);
+                at_row(
+                    ii,
+                    c,
+                    &mut q[(ii * T + jj) * tiles..(ii * T + jj + 1) * tiles],
+                );
             }
         }
         // Along x, interleaving each tile's four outputs into the output rows.
@@ -418,7 +451,9 @@ pub(crate) fn output_block(
                 match (residual, e.relu) {
                     (None, false) => d.iter_mut().zip(y).for_each(|(d, &y)| *d = y + bias),
                     (None, true) => {
-                        d.iter_mut().zip(y).for_each(|(d, &y)| *d = (y + bias).max(0.0));
+                        d.iter_mut()
+                            .zip(y)
+                            .for_each(|(d, &y)| *d = (y + bias).max(0.0));
                     }
                     (Some(r), relu) => {
                         let r = &r[at..at + g.ow];

@@ -39,7 +39,10 @@ fn bit_identical_for_every_width() {
     .unwrap();
     assert_eq!(fc.chunks(), 32);
     for isa in crate::Isa::available() {
-        assert_bit_identical(&fc.clone().with_isa(isa).unwrap(), &[&random_vec(input.len(), 3)]);
+        assert_bit_identical(
+            &fc.clone().with_isa(isa).unwrap(),
+            &[&random_vec(input.len(), 3)],
+        );
     }
 }
 

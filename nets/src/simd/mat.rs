@@ -37,7 +37,12 @@ impl<'a> MatRef<'a> {
             span(rows, cols, ld),
             data.len()
         );
-        MatRef { data, ld, rows, cols }
+        MatRef {
+            data,
+            ld,
+            rows,
+            cols,
+        }
     }
 
     /// Rows.
@@ -63,9 +68,17 @@ impl<'a> MatRef<'a> {
 
     /// The `rows × cols` block at `(r, c)`.
     pub fn sub(&self, r: usize, c: usize, rows: usize, cols: usize) -> MatRef<'a> {
-        assert!(r + rows <= self.rows && c + cols <= self.cols, "sub-view out of bounds");
+        assert!(
+            r + rows <= self.rows && c + cols <= self.cols,
+            "sub-view out of bounds"
+        );
         if rows == 0 || cols == 0 {
-            return MatRef { data: &[], ld: self.ld, rows, cols };
+            return MatRef {
+                data: &[],
+                ld: self.ld,
+                rows,
+                cols,
+            };
         }
         MatRef::from_slice(&self.data[r * self.ld + c..], self.ld, rows, cols)
     }

@@ -27,13 +27,15 @@ use std::sync::OnceLock;
 use crate::conv::winograd::Geometry;
 use crate::gemm::BlockEpilogue;
 
+#[macro_use]
+mod template;
 mod mat;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod portable;
 mod runs;
 #[cfg(target_arch = "x86_64")]
 mod x86;
-#[cfg(target_arch = "aarch64")]
-mod neon;
 
 pub use mat::{MatMut, MatRef};
 pub(crate) use runs::{copy_runs, zero_runs};
@@ -179,10 +181,10 @@ impl Kernels {
         if !isa.is_supported() {
             return Vec::new();
         }
-        let mut all = vec![isa.kernels()];
+        let first = std::iter::once(isa.kernels());
         #[cfg(target_arch = "x86_64")]
-        all.extend(x86::VARIANTS.iter().filter(|k| k.isa == isa));
-        all
+        let first = first.chain(x86::VARIANTS.iter().filter(move |k| k.isa == isa));
+        first.collect()
     }
 }
 
@@ -225,7 +227,8 @@ pub(crate) type GemmFn = unsafe fn(&RawTile);
 ///
 /// # Safety
 /// The CPU runs the kernel's ISA; `w` holds `rows · n` floats, `x` `n`, `y` `rows`.
-pub(crate) type DotRowsFn = unsafe fn(w: *const f32, n: usize, x: *const f32, rows: usize, y: *mut f32);
+pub(crate) type DotRowsFn =
+    unsafe fn(w: *const f32, n: usize, x: *const f32, rows: usize, y: *mut f32);
 
 /// The raw FMA-throughput probe: runs `iters` rounds of independent FMA chains and returns
 /// the floating-point operations done (and a value that keeps them alive).
@@ -338,7 +341,10 @@ impl Kernels {
             return;
         }
         let panels = rows.div_ceil(mr);
-        assert!(a_step >= kc * mr, "A panels overlap: step {a_step} < {kc}×{mr}");
+        assert!(
+            a_step >= kc * mr,
+            "A panels overlap: step {a_step} < {kc}×{mr}"
+        );
         // The first panel may be entered at row `mr − lead` (a row range starting inside
         // a panel): then it has `lead < mr` rows and its last k step ends `mr − lead` early.
         let need = match (kc, panels) {
@@ -356,7 +362,10 @@ impl Kernels {
         if let Some(e) = epilogue {
             assert!(e.bias.len() >= rows, "bias: {} < {rows}", e.bias.len());
             if let Some(r) = &e.residual {
-                assert!(r.rows() >= rows && r.cols() >= cols, "residual smaller than tile");
+                assert!(
+                    r.rows() >= rows && r.cols() >= cols,
+                    "residual smaller than tile"
+                );
             }
         }
         if cols == nr {
@@ -373,7 +382,9 @@ impl Kernels {
                 residual: epilogue
                     .and_then(|e| e.residual.as_ref())
                     .map_or(std::ptr::null(), MatRef::as_ptr),
-                ldr: epilogue.and_then(|e| e.residual.as_ref()).map_or(0, MatRef::ld),
+                ldr: epilogue
+                    .and_then(|e| e.residual.as_ref())
+                    .map_or(0, MatRef::ld),
                 relu: epilogue.is_some_and(|e| e.relu),
             };
             // SAFETY: `Isa::kernels` checked the CPU runs this table's ISA; the asserts
@@ -408,7 +419,15 @@ impl Kernels {
                 relu: e.relu,
             });
             let mut local = MatMut::from_slice(tile, nr, h, nr);
-            self.gemm(kc, &a[p * a_step..], a_step, b, &mut local, accumulate, e.as_ref());
+            self.gemm(
+                kc,
+                &a[p * a_step..],
+                a_step,
+                b,
+                &mut local,
+                accumulate,
+                e.as_ref(),
+            );
             for i in 0..h {
                 c.row_mut(r0 + i).copy_from_slice(&local.row(i)[..cols]);
             }
@@ -423,7 +442,12 @@ impl Kernels {
     /// If `w` holds fewer than `y.len() · x.len()` values.
     pub fn dot_rows(&self, w: &[f32], x: &[f32], y: &mut [f32]) {
         let n = x.len();
-        assert!(w.len() >= y.len() * n, "weights: {} < {}×{n}", w.len(), y.len());
+        assert!(
+            w.len() >= y.len() * n,
+            "weights: {} < {}×{n}",
+            w.len(),
+            y.len()
+        );
         // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); lengths checked above.
         unsafe { (self.dot_rows)(w.as_ptr(), n, x.as_ptr(), y.len(), y.as_mut_ptr()) }
     }

@@ -98,7 +98,8 @@ unsafe fn tile(t: &RawTile, r0: usize, rows: usize, a: *const f32) {
             r.iter_mut().for_each(|v| *v += b);
             if !t.residual.is_null() {
                 // SAFETY: the residual addresses these rows, NR floats each at `ldr`.
-                let res = unsafe { std::slice::from_raw_parts(t.residual.add((r0 + i) * t.ldr), NR) };
+                let res =
+                    unsafe { std::slice::from_raw_parts(t.residual.add((r0 + i) * t.ldr), NR) };
                 r.iter_mut().zip(res).for_each(|(v, x)| *v += x);
             }
             if t.relu {
@@ -132,7 +133,10 @@ unsafe fn dot_rows(w: *const f32, n: usize, x: *const f32, rows: usize, y: *mut 
 /// Always safe: plain arithmetic (an `unsafe fn` for the table's uniform type).
 unsafe fn fma_probe(iters: u64) -> (u64, f32) {
     let mut acc = [[1.0f32; NR]; MR];
-    let (a, b) = (std::hint::black_box(0.999_99f32), std::hint::black_box(1e-7f32));
+    let (a, b) = (
+        std::hint::black_box(0.999_99f32),
+        std::hint::black_box(1e-7f32),
+    );
     for _ in 0..iters {
         for row in &mut acc {
             for v in row.iter_mut() {

@@ -7,7 +7,10 @@ use super::*;
 use crate::test_util::{proptest_config, random_vec};
 
 fn tables() -> Vec<&'static Kernels> {
-    Isa::available().into_iter().flat_map(Kernels::variants).collect()
+    Isa::available()
+        .into_iter()
+        .flat_map(Kernels::variants)
+        .collect()
 }
 
 /// `C = A·B (+ C0) + bias + residual`, relu, in f64, for packed panels.
@@ -120,6 +123,9 @@ fn isa_names_round_trip_and_portable_is_always_there() {
     let err = "sse9".parse::<Isa>().unwrap_err();
     assert!(err.to_string().contains("sse9"), "{err}");
     assert_eq!(Isa::available().last(), Some(&Isa::Portable));
+    // Every aarch64 core has NEON (and so does qemu-aarch64, where CI runs these tests).
+    #[cfg(target_arch = "aarch64")]
+    assert!(Isa::Neon.is_supported());
     assert!(Isa::detect().is_supported());
 }
 
@@ -136,5 +142,13 @@ fn fma_probe_counts_flops() {
 fn oversized_tile_is_refused() {
     let k = Isa::Portable.kernels();
     let mut c = vec![0.0; (k.mr + 1) * k.nr];
-    k.gemm(0, &[], 0, &[], &mut MatMut::from_slice(&mut c, k.nr + 1, 1, k.nr + 1), false, None);
+    k.gemm(
+        0,
+        &[],
+        0,
+        &[],
+        &mut MatMut::from_slice(&mut c, k.nr + 1, 1, k.nr + 1),
+        false,
+        None,
+    );
 }

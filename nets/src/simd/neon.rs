@@ -1,0 +1,33 @@
+//! aarch64 micro-kernels: Advanced SIMD (4 lanes), from the shared template
+//! (`template.rs`). The GEMM tile is 8 × 12: 24 accumulators + 3 B vectors + a broadcast,
+//! of 32 registers (the shape XNNPACK and ARM Compute Library use on Cortex-A cores).
+//! Every aarch64 core has NEON; the kernel tests run under `qemu-aarch64` in CI.
+
+use std::arch::aarch64::*;
+use std::ops::Range;
+
+use super::{Isa, Kernels, MatMut, RawTile};
+use crate::conv::winograd::{self, Geometry};
+use crate::gemm::BlockEpilogue;
+
+/// `a·b + c` in the template's argument order.
+#[target_feature(enable = "neon")]
+#[inline]
+fn fma(a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
+    vfmaq_f32(c, a, b)
+}
+
+/// A vector of zeros.
+#[target_feature(enable = "neon")]
+#[inline]
+fn zero() -> float32x4_t {
+    vdupq_n_f32(0.0)
+}
+
+isa_kernels!(
+    mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
+    zero = zero, load = vld1q_f32, store = vst1q_f32, set1 = vdupq_n_f32,
+    fma = fma, add = vaddq_f32, max = vmaxq_f32
+);
+
+pub(super) static NEON: Kernels = table!(Isa::Neon, neon, 8, 3);

@@ -1,0 +1,260 @@
+//! The micro-kernel template every SIMD path instantiates (x86 AVX2 and AVX-512, aarch64
+//! NEON), so the paths cannot drift apart: the same loops over `MR × NV` accumulators,
+//! the same epilogue order, the same row-dot reduction tree, with the ISA's vector type
+//! and intrinsics plugged in.
+//!
+//! # GEMM tile
+//! `MR` rows (output channels, broadcast from the packed weights) by `NV` vectors (pixels,
+//! loaded from the packed input): `MR · NV` accumulators. Each `k` step loads `NV` vectors
+//! of B, broadcasts `MR` values of A and issues `MR · NV` FMAs. Every output element is one
+//! FMA chain over `k` in order, then the epilogue, whatever the tile it falls in: that is
+//! what makes results independent of how a layer is cut.
+
+/// Generates one ISA's kernels in a module `$m`. `$v` is the vector type, `$lanes` its
+/// width, `$chains` the FMA probe's independent chains, and the rest the intrinsics of
+/// that width (`$fma(a, b, c)` is `a·b + c`). The module sees its parent's imports.
+macro_rules! isa_kernels {
+    (
+        mod $m:ident, feature = $feat:literal, $v:ty, lanes = $lanes:literal, chains = $chains:literal,
+        zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
+        fma = $fma:ident, add = $add:ident, max = $max:ident
+    ) => {
+        pub(super) mod $m {
+            use super::*;
+
+            pub(crate) const LANES: usize = $lanes;
+
+            /// The GEMM micro-kernel: full `MR`-row panels, then the remainder rows with
+            /// a kernel of exactly that many rows (no wasted FMAs, no copies).
+            ///
+            /// # Safety
+            /// See [`super::super::GemmFn`]; the CPU has the target features.
+            #[target_feature(enable = $feat)]
+            pub(crate) unsafe fn gemm<const MR: usize, const NV: usize>(t: &RawTile) {
+                let full = t.rows / MR;
+                // SAFETY: panel `p` lies at `p·a_step` and rows `p·MR..` of `c`, the bias
+                // and the residual exist for every `p < ceil(rows / MR)` (the contract).
+                unsafe {
+                    for p in 0..full {
+                        tile::<MR, NV>(t, p * MR, MR, t.a.add(p * t.a_step));
+                    }
+                    let (r0, a) = (full * MR, t.a.add(full * t.a_step));
+                    match t.rows - r0 {
+                        1 => tile::<1, NV>(t, r0, MR, a),
+                        2 => tile::<2, NV>(t, r0, MR, a),
+                        3 => tile::<3, NV>(t, r0, MR, a),
+                        4 => tile::<4, NV>(t, r0, MR, a),
+                        5 => tile::<5, NV>(t, r0, MR, a),
+                        6 => tile::<6, NV>(t, r0, MR, a),
+                        7 => tile::<7, NV>(t, r0, MR, a),
+                        8 => tile::<8, NV>(t, r0, MR, a),
+                        9 => tile::<9, NV>(t, r0, MR, a),
+                        10 => tile::<10, NV>(t, r0, MR, a),
+                        11 => tile::<11, NV>(t, r0, MR, a),
+                        12 => tile::<12, NV>(t, r0, MR, a),
+                        13 => tile::<13, NV>(t, r0, MR, a),
+                        14 => tile::<14, NV>(t, r0, MR, a),
+                        15 => tile::<15, NV>(t, r0, MR, a),
+                        _ => {}
+                    }
+                }
+            }
+
+            /// `R` rows of C from `R` rows of an A panel whose k-steps are `ak` floats.
+            ///
+            /// # Safety
+            /// As [`gemm`], for rows `r0..r0 + R` and the panel at `a`.
+            #[target_feature(enable = $feat)]
+            #[inline]
+            unsafe fn tile<const R: usize, const NV: usize>(
+                t: &RawTile,
+                r0: usize,
+                ak: usize,
+                a: *const f32,
+            ) {
+                let mut acc = [[$zero(); NV]; R];
+                // SAFETY (whole body): the panel at `a` holds `kc·ak` floats (`R <= ak`),
+                // `b` holds `kc·NR`, and rows `r0..r0 + R` of `c` (NR writable floats
+                // each at `ldc`), of the bias and of the residual exist (the contract).
+                unsafe {
+                    let c = t.c.add(r0 * t.ldc);
+                    if t.accumulate {
+                        for (i, row) in acc.iter_mut().enumerate() {
+                            for (j, v) in row.iter_mut().enumerate() {
+                                *v = $load(c.add(i * t.ldc + j * LANES));
+                            }
+                        }
+                    }
+                    let (mut a, mut b) = (a, t.b);
+                    for _ in 0..t.kc {
+                        let mut bv = [$zero(); NV];
+                        for (j, v) in bv.iter_mut().enumerate() {
+                            *v = $load(b.add(j * LANES));
+                        }
+                        for (i, row) in acc.iter_mut().enumerate() {
+                            let av = $set1(*a.add(i));
+                            for (v, &bj) in row.iter_mut().zip(&bv) {
+                                *v = $fma(av, bj, *v);
+                            }
+                        }
+                        a = a.add(ak);
+                        b = b.add(NV * LANES);
+                    }
+                    if !t.bias.is_null() {
+                        let zero = $zero();
+                        for (i, row) in acc.iter_mut().enumerate() {
+                            let bias = $set1(*t.bias.add(r0 + i));
+                            for (j, v) in row.iter_mut().enumerate() {
+                                *v = $add(*v, bias);
+                                if !t.residual.is_null() {
+                                    let r = t.residual.add((r0 + i) * t.ldr + j * LANES);
+                                    *v = $add(*v, $load(r));
+                                }
+                                if t.relu {
+                                    *v = $max(*v, zero);
+                                }
+                            }
+                        }
+                    }
+                    for (i, row) in acc.iter().enumerate() {
+                        for (j, v) in row.iter().enumerate() {
+                            $store(c.add(i * t.ldc + j * LANES), *v);
+                        }
+                    }
+                }
+            }
+
+            /// `y[r] = w[r] · x` for every row, four rows at a time sharing the loads of
+            /// `x`. Per row: two vector accumulators over the full vectors, summed lane by
+            /// lane in a fixed tree, then the tail in order: a function of `n` only.
+            ///
+            /// # Safety
+            /// See [`super::super::DotRowsFn`]; the CPU has the target features.
+            #[target_feature(enable = $feat)]
+            pub(crate) unsafe fn dot_rows(
+                w: *const f32,
+                n: usize,
+                x: *const f32,
+                rows: usize,
+                y: *mut f32,
+            ) {
+                const STEP: usize = 2 * LANES;
+                let full = n / STEP * STEP;
+                // SAFETY (whole body): `w` holds rows·n floats, `x` n, `y` rows; every
+                // offset stays below those.
+                unsafe {
+                    let mut r = 0;
+                    while r < rows {
+                        let group = (rows - r).min(4);
+                        let mut acc = [[$zero(); 2]; 4];
+                        let mut j = 0;
+                        while j < full {
+                            let x0 = $load(x.add(j));
+                            let x1 = $load(x.add(j + LANES));
+                            for (g, a) in acc.iter_mut().enumerate().take(group) {
+                                let row = w.add((r + g) * n + j);
+                                a[0] = $fma($load(row), x0, a[0]);
+                                a[1] = $fma($load(row.add(LANES)), x1, a[1]);
+                            }
+                            j += STEP;
+                        }
+                        for (g, a) in acc.iter().enumerate().take(group) {
+                            let mut lanes = [0.0f32; LANES];
+                            $store(lanes.as_mut_ptr(), $add(a[0], a[1]));
+                            let mut width = LANES / 2;
+                            while width > 0 {
+                                for i in 0..width {
+                                    lanes[i] += lanes[i + width];
+                                }
+                                width /= 2;
+                            }
+                            let mut s = lanes[0];
+                            let row = w.add((r + g) * n);
+                            for jj in full..n {
+                                s += *row.add(jj) * *x.add(jj);
+                            }
+                            *y.add(r + g) = s;
+                        }
+                        r += group;
+                    }
+                }
+            }
+
+            /// The Winograd input transform, compiled for this ISA.
+            ///
+            /// # Safety
+            /// The CPU has the target features.
+            #[target_feature(enable = $feat)]
+            pub(crate) unsafe fn winograd_input(
+                g: &Geometry,
+                x: &[f32],
+                rows: Range<usize>,
+                nr: usize,
+                out: &mut [f32],
+                work: &mut [f32],
+            ) {
+                winograd::input_block(g, x, rows, nr, out, work);
+            }
+
+            /// The Winograd output transform, compiled for this ISA.
+            ///
+            /// # Safety
+            /// The CPU has the target features.
+            #[target_feature(enable = $feat)]
+            pub(crate) unsafe fn winograd_output(
+                g: &Geometry,
+                m: &[f32],
+                n: usize,
+                rows: Range<usize>,
+                e: &BlockEpilogue<'_>,
+                out: &mut MatMut<'_>,
+                work: &mut [f32],
+            ) {
+                winograd::output_block(g, m, n, rows, e, out, work);
+            }
+
+            /// Independent FMA chains, enough to cover latency × ports on any core, and
+            /// few enough to stay in registers with the two operands.
+            ///
+            /// # Safety
+            /// The CPU has the target features.
+            #[target_feature(enable = $feat)]
+            pub(crate) unsafe fn fma_probe(iters: u64) -> (u64, f32) {
+                const CHAINS: usize = $chains;
+                let a = $set1(std::hint::black_box(0.999_99f32));
+                let b = $set1(std::hint::black_box(1e-7f32));
+                let mut acc = [$set1(1.0); CHAINS];
+                for _ in 0..iters {
+                    for v in acc.iter_mut() {
+                        *v = $fma(*v, a, b);
+                    }
+                }
+                let mut sum = $zero();
+                for v in acc {
+                    sum = $add(sum, v);
+                }
+                let mut lanes = [0.0f32; LANES];
+                // SAFETY: `lanes` holds one vector.
+                unsafe { $store(lanes.as_mut_ptr(), sum) };
+                (iters * (2 * CHAINS * LANES) as u64, lanes.iter().sum())
+            }
+        }
+    };
+}
+
+/// A [`Kernels`](super::Kernels) table for one ISA module and GEMM tile shape.
+macro_rules! table {
+    ($isa:expr, $m:ident, $mr:literal, $nv:literal) => {
+        Kernels {
+            isa: $isa,
+            mr: $mr,
+            nr: $nv * $m::LANES,
+            lanes: $m::LANES,
+            gemm: $m::gemm::<$mr, $nv>,
+            dot_rows: $m::dot_rows,
+            fma_probe: $m::fma_probe,
+            winograd_input: $m::winograd_input,
+            winograd_output: $m::winograd_output,
+        }
+    };
+}
