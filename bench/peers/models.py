@@ -340,9 +340,11 @@ def ensure_model(cache: Path, net: str, seed: int, log=print) -> tuple[Path, Pat
     log(f"{net}: {len(model.params)} tensors, {n / 1e6:.1f} M parameters; writing "
         f"{st_path.name}")
     tmp = st_path.with_suffix(".tmp")
+    # One metadata entry: the safetensors package writes a map's entries in a random order,
+    # which would change the file's bytes from run to run.
     save_safetensors({**model.params, **model.buffers}, tmp,
-                     {"net": net, "seed": str(seed), "format": str(FORMAT),
-                      "made_by": "taopipe bench/peers/models.py"})
+                     {"made_by": f"taopipe bench/peers/models.py {net} seed {seed} format "
+                                 f"{FORMAT}"})
     _publish(tmp, st_path)
     log(f"{net}: writing {onnx_path.name}")
     proto = to_onnx(model, output)
