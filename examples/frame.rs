@@ -4,29 +4,43 @@
 //! cargo run --release --example frame -- --net vgg16
 //! cargo run --release --example frame -- --net resnet50 --width 1 --frames 10 --check
 //! cargo run --release --example frame -- --net vgg16 --weights vgg16.safetensors --json frame.json
+//! cargo run --release --example frame -- --net vgg16 --input x.f32 --output y.f32 --serve
 //! ```
 //! Weights are random (from `--seed`) unless `--weights` names a safetensors file exported
 //! from torchvision (see `taopipe_nets::weights`). Every layer runs as one moldable task on
 //! the place `0+width`; `--check` also runs each frame at width 1 and fails unless the
 //! outputs are bit-identical.
+//!
+//! `--serve` keeps the built model for another program to time (the peer benchmark in
+//! `bench/peers/` drives one per width): after a warm-up frame it prints `ready`, then reads
+//! one command a line from stdin — a frame count `N` runs `N` frames and answers one JSON
+//! line `{"ms":[…]}` with each frame's milliseconds; `quit` or the end of stdin exits (and
+//! writes `--output`); any other line is an error. After `ready`, stdout carries nothing
+//! but those answers.
 
 mod common;
 
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::{Context, ensure};
+use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use taopipe::nets::{Model, RandomWeights, SafetensorsFile, Weights};
-use taopipe::runtime::Place;
+use taopipe::runtime::{Place, Runtime};
 
 use common::{RuntimeArgs, frame_input};
 
 /// Runs frames of VGG16, AlexNet, ResNet50 or a synthetic net through the taopipe runtime,
 /// every layer a moldable task on the same workers, and prints the time per frame, the
 /// throughput in GFLOP/s and the top classes.
+///
+/// With --serve it instead waits for commands on stdin (for a benchmark driving it): it
+/// prints `ready` after one warm-up frame, then answers each line `N` (a positive frame
+/// count) with one JSON line `{"ms":[...]}`, the time of each of the N frames in ms; `quit`
+/// or the end of stdin exits, any other line is an error.
 #[derive(Debug, Parser)]
 #[command(version, about, long_about)]
 struct Cli {
@@ -47,17 +61,73 @@ struct Cli {
     /// Seed of the random weights and of the input frame.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The input frame: a raw little-endian f32 tensor in CHW order with exactly the net's
+    /// input length (3x224x224 = 602112 values for the ImageNet nets). Default: a frame made
+    /// from --seed.
+    #[arg(long, value_name = "FILE")]
+    input: Option<PathBuf>,
+    /// Write the last frame's output here as raw little-endian f32 (its folder must exist).
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Also run every frame at width 1 and fail unless the outputs are bit-identical.
     #[arg(long)]
     check: bool,
     /// Write a JSON report here (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+    /// Serve frames on request: after a warm-up frame print `ready`, then read commands
+    /// from stdin, one a line: `N` runs N frames and prints `{"ms":[...]}`, `quit` (or the
+    /// end of stdin) exits. No progress bar, no table.
+    #[arg(long, conflicts_with_all = ["frames", "json"])]
+    serve: bool,
+}
+
+/// What every timed frame needs.
+struct Runner<'a> {
+    model: &'a Model,
+    rt: &'a Runtime,
+    input: &'a [f32],
+    width: usize,
+    check: bool,
+}
+
+impl Runner<'_> {
+    /// Runs one frame on `0+width` and returns its time in ms and its output; with `check`
+    /// also at width 1, failing unless the outputs are bit-identical.
+    fn frame(&self) -> anyhow::Result<(f64, Vec<f32>)> {
+        let t = Instant::now();
+        let output = self
+            .model
+            .forward(self.rt, self.input.to_vec(), Place::new(0, self.width))?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        if self.check {
+            let one = self
+                .model
+                .forward(self.rt, self.input.to_vec(), Place::new(0, 1))?;
+            let same = one
+                .iter()
+                .zip(&output)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            ensure!(same, "width {} and width 1 outputs differ", self.width);
+        }
+        Ok((ms, output))
+    }
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Some(path) = &cli.output {
+        common::check_output_folder(path).context("--output")?;
+    }
     let spec = common::zoo_net(&cli.net, &[])?;
+    // Read the input before the (long) model build, so a bad file fails at once.
+    let shape = spec.input();
+    let input_len = shape.c * shape.h * shape.w;
+    let input = match &cli.input {
+        Some(path) => common::read_f32_file(path, input_len, &format!("the {shape} input"))
+            .context("--input")?,
+        None => frame_input(input_len, cli.seed),
+    };
     let rt = cli.runtime.runtime()?;
     let width = cli.width.unwrap_or(rt.num_workers());
     ensure!(
@@ -75,7 +145,7 @@ fn main() -> anyhow::Result<()> {
     let build = started.elapsed();
     println!("{}", rt.topology());
     println!(
-        "{}: {} layers, {} units, {:.2} GFLOP per frame; built in {:.2} s; {} on place 0+{width}",
+        "{}: {} layers, {} units, {:.2} GFLOP per frame; built in {:.2} s; {}, {} input; on place 0+{width}",
         cli.net,
         model.spec().len(),
         model.spec().units().len(),
@@ -86,43 +156,88 @@ fn main() -> anyhow::Result<()> {
         } else {
             "random weights"
         },
+        if cli.input.is_some() {
+            "file"
+        } else {
+            "seeded"
+        },
     );
-    let input = frame_input(model.input_len(), cli.seed);
-    let place = Place::new(0, width);
-    model.forward(&rt, input.clone(), place)?; // warm-up: page in weights, size scratch
+    let runner = Runner {
+        model: &model,
+        rt: &rt,
+        input: &input,
+        width,
+        check: cli.check,
+    };
+    // Warm-up: page in weights, size scratch.
+    let (_, warm_output) = runner.frame()?;
+    let output = if cli.serve {
+        serve(&runner, warm_output)?
+    } else {
+        timed_run(&cli, &runner)?
+    };
+    if let Some(path) = &cli.output {
+        common::write_f32_file(path, &output).context("--output")?;
+    }
+    Ok(())
+}
+
+/// `--serve`: answers frame counts from stdin until `quit` or its end; returns the last
+/// frame's output (`output`, the warm-up frame's, if none ran).
+fn serve(runner: &Runner<'_>, mut output: Vec<f32>) -> anyhow::Result<Vec<f32>> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "ready")?;
+    stdout.flush()?;
+    for (n, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.context("--serve: reading stdin")?;
+        let command = line.trim();
+        if command == "quit" {
+            break;
+        }
+        let count = match command.parse::<u32>() {
+            Ok(count) if count > 0 => count,
+            _ => bail!(
+                "--serve: line {}: `{}` is neither a positive frame count nor `quit`",
+                n + 1,
+                line.escape_debug()
+            ),
+        };
+        let mut ms = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let (t, out) = runner.frame()?;
+            ms.push(t);
+            output = out;
+        }
+        writeln!(stdout, "{}", json!({ "ms": ms }))?;
+        stdout.flush()?;
+    }
+    Ok(output)
+}
+
+/// The default mode: `--frames` frames with a progress bar, then the times and top classes
+/// (and `--json`); returns the last frame's output.
+fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
+    let model = runner.model;
     let bar = ProgressBar::new(u64::from(cli.frames)).with_style(ProgressStyle::with_template(
         "{bar:30} {pos}/{len} frames {msg}",
     )?);
-    let mut times: Vec<Duration> = Vec::new();
+    let mut ms: Vec<f64> = Vec::new();
     let mut output = Vec::new();
     for _ in 0..cli.frames {
-        let t = Instant::now();
-        output = model.forward(&rt, input.clone(), place)?;
-        times.push(t.elapsed());
-        bar.set_message(format!(
-            "{:.1} ms",
-            times[times.len() - 1].as_secs_f64() * 1e3
-        ));
+        let (t, out) = runner.frame()?;
+        ms.push(t);
+        output = out;
+        bar.set_message(format!("{t:.1} ms"));
         bar.inc(1);
-        if cli.check {
-            let one = model.forward(&rt, input.clone(), Place::new(0, 1))?;
-            let same = one
-                .iter()
-                .zip(&output)
-                .all(|(a, b)| a.to_bits() == b.to_bits());
-            ensure!(same, "width {width} and width 1 outputs differ");
-        }
     }
     bar.finish_and_clear();
-    let mut sorted = times.clone();
-    sorted.sort();
+    let mut sorted = ms.clone();
+    sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
-    let gflops = model.flops() as f64 / 1e9 / median.as_secs_f64();
-    let ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
+    let gflops = model.flops() as f64 / 1e9 / (median / 1e3);
     println!(
-        "time per frame: median {:.1} ms, min {:.1} ms ({} frames: {:?})",
-        median.as_secs_f64() * 1e3,
-        sorted[0].as_secs_f64() * 1e3,
+        "time per frame: median {median:.1} ms, min {:.1} ms ({} frames: {:?})",
+        sorted[0],
         ms.len(),
         ms.iter()
             .map(|m| (m * 10.0).round() / 10.0)
@@ -130,7 +245,7 @@ fn main() -> anyhow::Result<()> {
     );
     println!(
         "throughput: {:.2} frames/s, {gflops:.1} GFLOP/s",
-        1.0 / median.as_secs_f64()
+        1e3 / median
     );
     if cli.check {
         println!("check: every frame bit-identical to width 1");
@@ -151,16 +266,17 @@ fn main() -> anyhow::Result<()> {
             "layers": model.spec().len(),
             "units": model.spec().units().len(),
             "gflop_per_frame": model.flops() as f64 / 1e9,
-            "workers": rt.num_workers(),
-            "width": width,
+            "workers": runner.rt.num_workers(),
+            "width": runner.width,
             "weights": cli.weights.as_ref().map_or("random".to_string(), |p| p.display().to_string()),
+            "input": cli.input.as_ref().map_or("seeded".to_string(), |p| p.display().to_string()),
             "frame_ms": ms,
-            "median_ms": median.as_secs_f64() * 1e3,
+            "median_ms": median,
             "gflops": gflops,
             "checked_width1": cli.check,
             "top5": top.iter().map(|(i, s)| json!({"class": i, "score": s})).collect::<Vec<_>>(),
         });
         common::write_json(path, &report)?;
     }
-    Ok(())
+    Ok(output)
 }

@@ -72,6 +72,53 @@ pub(crate) fn write_json(path: &std::path::Path, value: &serde_json::Value) -> a
     Ok(())
 }
 
+/// Reads a raw little-endian f32 tensor of exactly `len` values (`what` names it in errors).
+pub(crate) fn read_f32_file(
+    path: &std::path::Path,
+    len: usize,
+    what: &str,
+) -> anyhow::Result<Vec<f32>> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if bytes.len() != len * 4 {
+        bail!(
+            "{}: {what} takes {} bytes ({len} little-endian f32 values), the file has {}",
+            path.display(),
+            len * 4,
+            bytes.len()
+        );
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
+}
+
+/// Writes `values` as raw little-endian f32.
+pub(crate) fn write_f32_file(path: &std::path::Path, values: &[f32]) -> anyhow::Result<()> {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Fails unless `path` can be a file to write later: its folder exists and it is not a
+/// folder itself (checked before long work, so a typo does not cost a whole run).
+pub(crate) fn check_output_folder(path: &std::path::Path) -> anyhow::Result<()> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        bail!(
+            "{}: the folder {} does not exist",
+            path.display(),
+            folder.display()
+        );
+    }
+    if path.is_dir() {
+        bail!("{} is a folder", path.display());
+    }
+    Ok(())
+}
+
 /// A deterministic input frame in [-1, 1) (xorshift of the seed): the same frame on every run.
 pub(crate) fn frame_input(len: usize, seed: u64) -> Vec<f32> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;

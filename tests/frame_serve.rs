@@ -1,0 +1,166 @@
+//! The `frame` example as a process, the way `bench/peers/` drives it: `--input`,
+//! `--output` and the `--serve` protocol, on the tiny `synth1` net (milliseconds a frame).
+//!
+//! It runs the example binary that `cargo test` builds beside the test binaries
+//! (`target/<profile>/examples/frame`); with a `--test` filter cargo builds no examples, so
+//! build it first: `cargo build --release --example frame`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// `target/<profile>/examples/frame`, found from this test binary in `target/<profile>/deps`.
+fn frame_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let bin = profile
+        .join("examples")
+        .join(format!("frame{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo test` without a --test filter, or `cargo build --example frame` (same profile) first",
+        bin.display()
+    );
+    bin
+}
+
+/// A fresh folder for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("taopipe-frame-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+/// Runs `frame` with `args`, feeding `stdin`.
+fn frame(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(frame_bin())
+        .args(["--net", "synth1", "--width", "1"])
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .env("RUST_LIB_BACKTRACE", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start frame");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("frame ran")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn f32_bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {
+    values.flat_map(f32::to_le_bytes).collect()
+}
+
+#[test]
+fn serve_answers_each_count_and_writes_the_same_output_as_a_plain_run() {
+    let dir = scratch("serve");
+    let input = dir.join("input.f32");
+    // synth1 takes 8x8x8 values.
+    std::fs::write(&input, f32_bytes((0..512).map(|i| (i % 7) as f32 / 7.0))).expect("input");
+    let served = dir.join("served.f32");
+    let out = frame(
+        &[
+            "--input",
+            input.to_str().expect("utf-8"),
+            "--output",
+            served.to_str().expect("utf-8"),
+            "--serve",
+        ],
+        "3\n1\nquit\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let after: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| *l != "ready")
+        .skip(1)
+        .collect();
+    assert_eq!(after.len(), 2, "only the answers follow `ready`: {stdout}");
+    for (line, count) in after.iter().zip([3, 1]) {
+        let answer: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let ms = answer["ms"].as_array().expect("an ms array");
+        assert_eq!(ms.len(), count, "{line}");
+        assert!(ms.iter().all(|m| m.as_f64().is_some_and(|m| m > 0.0)));
+    }
+
+    let plain = dir.join("plain.f32");
+    let out = frame(
+        &[
+            "--input",
+            input.to_str().expect("utf-8"),
+            "--output",
+            plain.to_str().expect("utf-8"),
+            "--frames",
+            "1",
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let served = std::fs::read(&served).expect("served output");
+    assert!(!served.is_empty() && served.len() % 4 == 0);
+    assert_eq!(served, std::fs::read(&plain).expect("plain output"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_exits_cleanly_at_the_end_of_stdin_and_fails_on_a_bad_line() {
+    let out = frame(&["--serve"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).lines().last(), Some("ready"));
+
+    for bad in ["two", "0", "-1", ""] {
+        let out = frame(&["--serve"], &format!("1\n{bad}\n1\n"));
+        assert!(!out.status.success(), "`{bad}` was accepted");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!("line 2: `{bad}`")),
+            "`{bad}`: {stderr}"
+        );
+        assert_eq!(
+            text(&out.stdout)
+                .lines()
+                .skip_while(|l| *l != "ready")
+                .count(),
+            2,
+            "one answer before the bad line"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_input_or_output_path_is_an_error_naming_it() {
+    let dir = scratch("errors");
+    for (name, bytes) in [("empty.f32", 0), ("short.f32", 2044), ("long.f32", 2052)] {
+        let path = dir.join(name);
+        std::fs::write(&path, vec![0u8; bytes]).expect("input");
+        let out = frame(&["--input", path.to_str().expect("utf-8")], "");
+        assert!(!out.status.success(), "{name} was accepted");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(name) && stderr.contains("2048 bytes") && !stderr.contains("panic"),
+            "{name}: {stderr}"
+        );
+    }
+    let missing = dir.join("no-such-folder").join("out.f32");
+    let out = frame(&["--output", missing.to_str().expect("utf-8")], "");
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no-such-folder"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
