@@ -28,7 +28,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use taopipe::nets::{Model, RandomWeights, SafetensorsFile, Weights};
+use taopipe::nets::{Isa, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
 
 use common::{RuntimeArgs, frame_input};
@@ -116,6 +116,8 @@ impl Runner<'_> {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // A bad `TAOPIPE_ISA` fails here, before anything long.
+    let isa = Isa::current()?;
     if let Some(path) = &cli.output {
         common::check_output_folder(path).context("--output")?;
     }
@@ -144,6 +146,7 @@ fn main() -> anyhow::Result<()> {
         Model::build(spec, weights.as_ref()).with_context(|| format!("building {}", cli.net))?;
     let build = started.elapsed();
     println!("{}", rt.topology());
+    println!("isa: {isa}");
     println!(
         "{}: {} layers, {} units, {:.2} GFLOP per frame; built in {:.2} s; {}, {} input; on place 0+{width}",
         cli.net,

@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use taopipe::dsl::NetSpec;
-use taopipe::nets::{Frame, Model, zoo};
+use taopipe::nets::{Frame, Isa, Model, zoo};
 use taopipe::runtime::{EmulationSpec, Place, Runtime, Topology, parse_cpu_list};
 use taopipe::switch::{Switch, SwitchRun};
 
@@ -62,8 +62,14 @@ impl RuntimeArgs {
 }
 
 /// Writes `value` as pretty JSON to `path`, or to stdout when `path` is `-`.
+/// Every report records the kernels' instruction-set path (`isa`), so numbers from two
+/// machines or two `TAOPIPE_ISA` settings are never compared unknowingly.
 pub(crate) fn write_json(path: &std::path::Path, value: &serde_json::Value) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
+    let mut value = value.clone();
+    if let Some(report) = value.as_object_mut() {
+        report.insert("isa".into(), Isa::current()?.name().into());
+    }
+    let text = serde_json::to_string_pretty(&value)?;
     if path == std::path::Path::new("-") {
         println!("{text}");
     } else {
