@@ -10,8 +10,9 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::OnceLock;
 
-use taopipe_runtime::split_range;
+use taopipe_runtime::{SharedSlice, TaskCtx, split_range};
 
 use crate::tensor::Shape;
 
@@ -160,6 +161,78 @@ pub trait Kernel: Send + Sync + fmt::Debug {
         let mut out = vec![0.0; self.out_shape().len()];
         self.compute_chunks(inputs, 0..self.chunks(), &mut out, scratch);
         out
+    }
+
+    /// Rank `ctx.rank()`'s share of the whole layer, run by every rank of a gang of
+    /// `ctx.width()` (the model's layer task): `inputs` are whole, `output` is the layer's
+    /// buffer, which the ranks write in disjoint parts, and `workspace` a pair of buffers
+    /// the gang may share. Every output element must come from the float operations of
+    /// [`Kernel::compute_chunks`], whatever the width.
+    ///
+    /// The default computes [`Kernel::rank_chunks`] into one claim of their range; a
+    /// convolution overrides it to pack each input block once for the whole gang.
+    ///
+    /// # Panics
+    /// If another task writes the same part of `output` (the graph did not order them).
+    fn run_rank(
+        &self,
+        ctx: &TaskCtx<'_>,
+        inputs: &[&[f32]],
+        output: &SharedSlice<f32>,
+        workspace: &Workspace,
+        scratch: &mut Scratch,
+    ) {
+        let _ = workspace;
+        let chunks = self.rank_chunks(ctx.rank(), ctx.width());
+        if chunks.is_empty() {
+            return;
+        }
+        let mut out = output
+            .write(self.output_range(chunks.clone()))
+            .expect("the ranks of a layer write disjoint chunks");
+        self.compute_chunks(inputs, chunks, &mut out, scratch);
+    }
+
+    /// Floats of each buffer of the [`Workspace`] pair [`Kernel::run_rank`] may ask for
+    /// (0: none).
+    fn workspace_len(&self) -> usize {
+        0
+    }
+}
+
+/// A pair of buffers the ranks of a gang share (a convolution packs an input block into
+/// one while the other is still being read), allocated on first use and then reused: it
+/// lives with a frame's buffers, so a pooled frame allocates it once.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    buffers: OnceLock<[SharedSlice<f32>; 2]>,
+}
+
+impl Workspace {
+    /// An empty workspace.
+    pub fn new() -> Workspace {
+        Workspace::default()
+    }
+
+    /// The pair, of `len` floats each (allocated by the first caller; the others wait).
+    ///
+    /// # Panics
+    /// If an earlier call allocated fewer floats (one layer asks one size).
+    pub fn buffers(&self, len: usize) -> &[SharedSlice<f32>; 2] {
+        let pair = self
+            .buffers
+            .get_or_init(|| [SharedSlice::zeroed(len), SharedSlice::zeroed(len)]);
+        assert!(
+            pair[0].len() >= len,
+            "workspace of {} floats, {len} asked",
+            pair[0].len()
+        );
+        pair
+    }
+
+    /// Whether the buffers were allocated.
+    pub fn is_allocated(&self) -> bool {
+        self.buffers.get().is_some()
     }
 }
 

@@ -57,7 +57,7 @@ pub use crate::elementwise::{Add, Affine, Relu};
 pub use crate::error::KernelError;
 pub use crate::fc::Linear;
 pub use crate::gap::GlobalAvgPool;
-pub use crate::kernel::{ChunkPlan, Kernel, Scratch, TARGET_CHUNKS};
+pub use crate::kernel::{ChunkPlan, Kernel, Scratch, TARGET_CHUNKS, Workspace};
 pub use crate::model::{Frame, Model, ModelError, torch_name};
 pub use crate::pool::{Pool2d, PoolKind, PoolParams};
 pub use crate::simd::{Epilogue, Isa, IsaError, Kernels, MatMut, MatRef};

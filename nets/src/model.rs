@@ -31,7 +31,7 @@ use taopipe_runtime::{Place, Runtime, RuntimeError, SharedSlice, Task, TaskGraph
 use crate::weights::{Init, WeightError, Weights};
 use crate::{
     Add, Affine, BatchNorm, Conv2d, Conv2dParams, GlobalAvgPool, Kernel, KernelError, Linear,
-    Pool2d, PoolParams, Relu, Scratch, Shape, Softmax, fold_batchnorm,
+    Pool2d, PoolParams, Relu, Scratch, Shape, Softmax, Workspace, fold_batchnorm,
 };
 
 /// PyTorch's default batchnorm ε.
@@ -102,11 +102,13 @@ pub struct Model {
     steps: Vec<Step>,
 }
 
-/// The buffers of one frame: the input and one output per layer (aliases share).
+/// The buffers of one frame: the input, one output per layer (aliases share) and one
+/// [`Workspace`] per layer (allocated only if the layer's gang shares one).
 #[derive(Debug)]
 pub struct Frame {
     input: Arc<SharedSlice<f32>>,
     outputs: Vec<Arc<SharedSlice<f32>>>,
+    workspaces: Vec<Arc<Workspace>>,
 }
 
 impl Frame {
@@ -449,7 +451,14 @@ impl Model {
             };
             outputs.push(buffer);
         }
-        Ok(Frame { input, outputs })
+        let workspaces = (0..self.steps.len())
+            .map(|_| Arc::new(Workspace::new()))
+            .collect();
+        Ok(Frame {
+            input,
+            outputs,
+            workspaces,
+        })
     }
 
     /// The task graph of one frame: a moldable task per kernel layer, on `place_of(layer)`,
@@ -496,9 +505,14 @@ impl Model {
             };
             let sources: Vec<Arc<SharedSlice<f32>>> =
                 inputs.iter().map(|&s| frame.buffer(s).clone()).collect();
-            let task = layer_task(kernel.clone(), sources, frame.outputs[i].clone())
-                .on(place_of(i))
-                .hint(i as u64);
+            let task = layer_task(
+                kernel.clone(),
+                sources,
+                frame.outputs[i].clone(),
+                frame.workspaces[i].clone(),
+            )
+            .on(place_of(i))
+            .hint(i as u64);
             let id = graph.add(task);
             for &source in inputs {
                 // Producers outside the range ran before this graph: no edge needed.
@@ -602,14 +616,29 @@ fn layer_task(
     kernel: Arc<dyn Kernel>,
     inputs: Vec<Arc<SharedSlice<f32>>>,
     output: Arc<SharedSlice<f32>>,
+    workspace: Arc<Workspace>,
 ) -> Task {
     Task::new(kernel.kind(), move |ctx| {
-        let chunks = kernel.rank_chunks(ctx.rank(), ctx.width());
-        if chunks.is_empty() {
-            return;
-        }
-        compute_chunks(&*kernel, &inputs, &output, chunks);
+        with_inputs(&inputs, |views| {
+            SCRATCH.with(|s| {
+                kernel.run_rank(ctx, views, &output, &workspace, &mut s.borrow_mut());
+            });
+        });
     })
+}
+
+/// Runs `f` on whole-tensor views of `inputs` (one or two: the kernels' arities) without
+/// allocating.
+fn with_inputs<R>(inputs: &[Arc<SharedSlice<f32>>], f: impl FnOnce(&[&[f32]]) -> R) -> R {
+    fn read(b: &SharedSlice<f32>) -> taopipe_runtime::ReadGuard<'_, f32> {
+        b.read()
+            .expect("inputs are complete: their producers precede this task")
+    }
+    match inputs {
+        [a] => f(&[&read(a)]),
+        [a, b] => f(&[&read(a), &read(b)]),
+        _ => panic!("a layer takes one or two inputs, not {}", inputs.len()),
+    }
 }
 
 /// Computes the chunks `chunks` of a layer on the calling worker: reads the inputs whole
@@ -621,16 +650,10 @@ pub(crate) fn compute_chunks(
     output: &SharedSlice<f32>,
     chunks: Range<usize>,
 ) {
-    let guards: Vec<_> = inputs
-        .iter()
-        .map(|b| {
-            b.read()
-                .expect("inputs are complete: their producers precede this task")
-        })
-        .collect();
-    let views: Vec<&[f32]> = guards.iter().map(|g| &**g).collect();
-    let mut out = output
-        .write(kernel.output_range(chunks.clone()))
-        .expect("tasks write disjoint chunks");
-    SCRATCH.with(|s| kernel.compute_chunks(&views, chunks, &mut out, &mut s.borrow_mut()));
+    with_inputs(inputs, |views| {
+        let mut out = output
+            .write(kernel.output_range(chunks.clone()))
+            .expect("tasks write disjoint chunks");
+        SCRATCH.with(|s| kernel.compute_chunks(views, chunks, &mut out, &mut s.borrow_mut()));
+    });
 }

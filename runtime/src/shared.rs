@@ -376,6 +376,28 @@ impl<T> RectGuard<'_, T> {
         unsafe { claimed_row(&self.owner.cells, self.rect, i) }
     }
 
+    /// The claimed elements as one raw pointer to the rect's first element; row `i`,
+    /// element `j` is at `i · ld + j` from it. For code that walks many rows at once
+    /// through its own strided view (the kernels' micro-kernels store a tile of rows per
+    /// instruction sequence). Writing through it is sound only inside the rect and while
+    /// `&mut self` is held, exactly as with [`RectGuard::rows_mut`]; the pointer is derived
+    /// from the whole buffer, so it may address every row.
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        // `UnsafeCell<T>` has `T`'s layout; an offset within (or one past) the buffer, and
+        // never dereferenced here.
+        self.owner
+            .cells
+            .as_ptr()
+            .wrapping_add(self.rect.offset)
+            .cast::<T>()
+            .cast_mut()
+    }
+
+    /// The distance between the starts of two rows.
+    pub fn ld(&self) -> usize {
+        self.rect.ld
+    }
+
     /// Every row, in order; the slices are disjoint and may be held together.
     pub fn rows_mut(&mut self) -> impl ExactSizeIterator<Item = &mut [T]> + '_ {
         let (cells, rect) = (&*self.owner.cells, self.rect);

@@ -14,6 +14,7 @@ use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
 use crate::simd::{Kernels, MatMut, MatRef, copy_runs, zero_runs};
 use crate::tensor::Shape;
+use taopipe_runtime::Rect;
 
 /// Weights packed for the GEMM, and the geometry the packing needs.
 #[derive(Clone, Debug)]
@@ -183,8 +184,28 @@ impl Engine for Direct {
         0
     }
 
-    fn pack(&self, _: &Kernels, x: &[f32], block: usize, out: &mut [f32], _: &mut [f32]) {
-        self.pack_columns(x, self.block_pixels(block), out);
+    fn pack_units(&self, block: usize) -> usize {
+        self.block_pixels(block).len().div_ceil(self.nr)
+    }
+
+    fn pack_rect(&self, _block: usize, units: Range<usize>) -> Rect {
+        let panel = self.kdim * self.nr;
+        Rect::row(units.start * panel, units.len() * panel)
+    }
+
+    fn pack_part(
+        &self,
+        _: &Kernels,
+        x: &[f32],
+        block: usize,
+        units: Range<usize>,
+        out: &mut MatMut<'_>,
+        _: &mut [f32],
+    ) {
+        let pixels = self.block_pixels(block);
+        let first = pixels.start + units.start * self.nr;
+        let cols = first..(pixels.start + units.end * self.nr).min(pixels.end);
+        self.pack_columns(x, cols, out.row_mut(0));
     }
 
     fn compute(

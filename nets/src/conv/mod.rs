@@ -31,11 +31,13 @@ use std::ops::Range;
 use crate::cache::{Blocking, CacheSizes};
 use crate::error::KernelError;
 use crate::gemm::BlockEpilogue;
-use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
+use crate::kernel::{ChunkPlan, Kernel, Scratch, Workspace};
 use crate::simd::{Isa, Kernels, MatMut};
 use crate::tensor::Shape;
+use taopipe_runtime::{Rect, SharedSlice, TaskCtx};
 
 mod direct;
+mod gang;
 pub mod winograd;
 
 use direct::{Direct, residual_view};
@@ -183,6 +185,10 @@ impl ConvAlgo {
 const MIN_CHANNELS_PER_CHUNK: usize = 4;
 
 /// One algorithm's blocks: how it packs a block's input and multiplies it.
+///
+/// A block's packing is cut into *units* (direct: column panels; Winograd: input channels)
+/// so that the ranks of a gang can pack one block together, each its own units, into a
+/// shared buffer: units `u` write exactly [`Engine::pack_rect`]`(u)` of it.
 pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
     /// Blocks of the output plane.
     fn blocks(&self) -> usize;
@@ -192,12 +198,25 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
     fn packed_len(&self) -> usize;
     /// Floats of per-rank work memory `compute` needs for `channels` output channels.
     fn work_len(&self, channels: usize) -> usize;
-    /// Floats of work memory `pack` needs.
+    /// Floats of work memory `pack_part` needs.
     fn pack_work_len(&self) -> usize {
         0
     }
-    /// Packs block `block` of input `x` into `out` (`packed_len` floats).
-    fn pack(&self, kernels: &Kernels, x: &[f32], block: usize, out: &mut [f32], work: &mut [f32]);
+    /// Units the packing of block `block` splits into.
+    fn pack_units(&self, block: usize) -> usize;
+    /// Where units `units` of block `block` go in the packed buffer.
+    fn pack_rect(&self, block: usize, units: Range<usize>) -> Rect;
+    /// Packs units `units` of block `block` of input `x` into `out`, the view of
+    /// `pack_rect(block, units)`.
+    fn pack_part(
+        &self,
+        kernels: &Kernels,
+        x: &[f32],
+        block: usize,
+        units: Range<usize>,
+        out: &mut MatMut<'_>,
+        work: &mut [f32],
+    );
     /// Computes `channels` × the block's pixels into `out`.
     #[allow(clippy::too_many_arguments)]
     fn compute(
@@ -213,6 +232,14 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
     );
     /// Floats of packed weights held.
     fn packed_weights(&self) -> usize;
+
+    /// Packs all of block `block` into `out` (`packed_len` floats), on this thread.
+    fn pack(&self, kernels: &Kernels, x: &[f32], block: usize, out: &mut [f32], work: &mut [f32]) {
+        let units = 0..self.pack_units(block);
+        let r = self.pack_rect(block, units.clone());
+        let mut view = MatMut::from_slice(&mut out[r.offset..], r.ld, r.rows, r.cols);
+        self.pack_part(kernels, x, block, units, &mut view, work);
+    }
 }
 
 /// A convolution layer bound to its input shape.
@@ -445,6 +472,20 @@ impl Conv2d {
         self.engine.packed_weights()
     }
 
+    /// Checks the input count and lengths (a caller bug, not user input, when wrong).
+    fn check_inputs(&self, inputs: &[&[f32]]) {
+        assert_eq!(
+            inputs.len(),
+            self.arity(),
+            "conv: expected {} inputs",
+            self.arity()
+        );
+        assert_eq!(inputs[0].len(), self.in_shape.len(), "conv: input length");
+        if let Some(r) = inputs.get(1) {
+            assert_eq!(r.len(), self.out_shape.len(), "conv: residual length");
+        }
+    }
+
     /// Computes output channels `channels` of every block into
     /// `out` (`channels.len()` rows of the output plane), packing each block into scratch.
     fn run_channels(
@@ -511,6 +552,27 @@ impl Kernel for Conv2d {
         &self.chunks
     }
 
+    fn run_rank(
+        &self,
+        ctx: &TaskCtx<'_>,
+        inputs: &[&[f32]],
+        output: &SharedSlice<f32>,
+        workspace: &Workspace,
+        scratch: &mut Scratch,
+    ) {
+        self.check_inputs(inputs);
+        assert_eq!(
+            output.len(),
+            self.out_shape.len(),
+            "conv: output buffer length"
+        );
+        self.run_gang(ctx, inputs, output, workspace, scratch);
+    }
+
+    fn workspace_len(&self) -> usize {
+        self.engine.packed_len()
+    }
+
     fn compute_chunk(
         &self,
         inputs: &[&[f32]],
@@ -529,24 +591,13 @@ impl Kernel for Conv2d {
         scratch: &mut Scratch,
     ) {
         let want = self.output_range(chunks.clone()).len();
-        check_io(
-            "conv",
-            &inputs[..1.min(inputs.len())],
-            1,
-            self.in_shape.len(),
+        self.check_inputs(inputs);
+        assert_eq!(
             out.len(),
             want,
+            "conv: output slice has {} elements, the chunks have {want}",
+            out.len()
         );
-        if self.residual {
-            check_io(
-                "conv residual",
-                &inputs[1..],
-                1,
-                self.out_shape.len(),
-                want,
-                want,
-            );
-        }
         if chunks.is_empty() {
             return;
         }

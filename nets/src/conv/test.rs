@@ -249,3 +249,81 @@ fn bad_inputs_are_errors() {
         Err(KernelError::BufferLen { .. })
     ));
 }
+
+/// The gang path (`run_rank`) at widths 1–16, in both schedules, has the bits of
+/// `forward`, and packs into the shared workspace only when it shares.
+#[test]
+fn gangs_of_every_width_are_bit_identical() {
+    use std::sync::Arc;
+    use taopipe_runtime::{Place, Runtime, SharedSlice};
+
+    use crate::Workspace;
+    use crate::conv::gang::Schedule;
+
+    let rt = Runtime::builder().workers(16).pin(false).build().unwrap();
+    let mut schedules = std::collections::HashSet::new();
+    for (p, input, residual) in [
+        // Winograd, one block: shared at any width > 1.
+        (
+            Conv2dParams::new(32, 40, 3, 1, 1).with_relu(true),
+            Shape::new(32, 13, 13),
+            true,
+        ),
+        // Direct, many blocks.
+        (
+            Conv2dParams::new(3, 24, 3, 1, 1),
+            Shape::new(3, 70, 70),
+            false,
+        ),
+        // Pointwise with a fused residual.
+        (
+            Conv2dParams::new(48, 64, 1, 1, 0),
+            Shape::new(48, 9, 9),
+            true,
+        ),
+        // Strided, a few blocks.
+        (
+            Conv2dParams::new(16, 20, 3, 2, 1),
+            Shape::new(16, 40, 40),
+            false,
+        ),
+    ] {
+        let (conv, x) = random_conv(p, input, 5);
+        let r = random_vec(conv.out_shape().len(), 6);
+        for c in variants(&conv) {
+            let c = Arc::new(c.with_residual(residual));
+            let inputs: Vec<&[f32]> = if residual { vec![&x, &r] } else { vec![&x] };
+            let want = c.forward(&inputs, &mut Scratch::new());
+            for width in [1, 2, 3, 4, 7, 16] {
+                let out = Arc::new(SharedSlice::new(vec![f32::NAN; want.len()]));
+                let workspace = Arc::new(Workspace::new());
+                let (cc, o, ws, xx, rr) = (
+                    c.clone(),
+                    out.clone(),
+                    workspace.clone(),
+                    x.clone(),
+                    r.clone(),
+                );
+                rt.run_on(Place::new(0, width), move |ctx| {
+                    let inputs: Vec<&[f32]> = if residual { vec![&xx, &rr] } else { vec![&xx] };
+                    cc.run_rank(ctx, &inputs, &o, &ws, &mut Scratch::new());
+                })
+                .unwrap();
+                let got = out.read().unwrap().to_vec();
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert!(
+                    bits(&got) == bits(&want),
+                    "{p:?} {} {} width {width}",
+                    c.algo().name(),
+                    c.isa()
+                );
+                let shared =
+                    Schedule::choose(c.blocks(), p.out_channels.div_ceil(c.kernels.mr), width)
+                        == Schedule::Shared;
+                assert_eq!(workspace.is_allocated(), shared, "{p:?} width {width}");
+                schedules.insert(shared);
+            }
+        }
+    }
+    assert_eq!(schedules.len(), 2, "both schedules ran");
+}

@@ -34,8 +34,9 @@ use std::ops::Range;
 use super::{Conv2dParams, Engine};
 use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
-use crate::simd::{Kernels, MatMut, copy_runs};
+use crate::simd::{Kernels, MatMut};
 use crate::tensor::Shape;
+use taopipe_runtime::Rect;
 
 /// Output tile side.
 const M: usize = 4;
@@ -191,9 +192,32 @@ impl Engine for Winograd {
         input_work_len(self.rows_per_block * self.geo.tw, self.geo.tw)
     }
 
-    fn pack(&self, kernels: &Kernels, x: &[f32], block: usize, out: &mut [f32], work: &mut [f32]) {
+    fn pack_units(&self, _block: usize) -> usize {
+        self.geo.c
+    }
+
+    fn pack_rect(&self, block: usize, units: Range<usize>) -> Rect {
+        let panels = (self.block_tiles(block).len() * self.geo.tw).div_ceil(self.nr);
+        let ld = self.geo.c * self.nr;
+        Rect::new(
+            units.start * self.nr,
+            ld,
+            XI * panels,
+            units.len() * self.nr,
+        )
+    }
+
+    fn pack_part(
+        &self,
+        kernels: &Kernels,
+        x: &[f32],
+        block: usize,
+        units: Range<usize>,
+        out: &mut MatMut<'_>,
+        work: &mut [f32],
+    ) {
         let rows = self.block_tiles(block);
-        kernels.winograd_input(&self.geo, x, rows, out, work);
+        kernels.winograd_input(&self.geo, x, rows, units, out, work);
     }
 
     fn compute(
@@ -279,8 +303,9 @@ fn bt_rows(x: [&[f32]; T], n: usize, out: &mut [f32]) {
     }
 }
 
-/// Packs the input transform `V = Bᵀ d B` of tile rows `rows` into `out`: for each ξ, the
-/// GEMM's column panels (`nr` tiles each, `C` rows). Per channel and tile row, the six
+/// Packs the input transform `V = Bᵀ d B` of tile rows `rows` and input channels `channels`
+/// into `out`: row `ξ·panels + p` of `out` is column panel `p` of `V_ξ` (`nr` tiles per
+/// channel), restricted to these channels (column `(c − channels.start)·nr + lane`). Per channel and tile row, the six
 /// input rows are copied into a zero-padded strip, transformed along x for every tile at
 /// once (stride-4 windows), then along y (contiguous), then scattered into the panels.
 #[inline(always)]
@@ -288,20 +313,21 @@ pub(crate) fn input_block(
     g: &Geometry,
     x: &[f32],
     rows: Range<usize>,
+    channels: Range<usize>,
     nr: usize,
-    out: &mut [f32],
+    out: &mut MatMut<'_>,
     work: &mut [f32],
 ) {
     let tw = g.tw;
     let tiles = rows.len() * tw;
     let panels = tiles.div_ceil(nr);
-    let per_xi = packed_b_len(g.c, panels, nr);
     let plane = g.h * g.w;
     let (strip, rest) = work[..input_work_len(tiles, tw)].split_at_mut(strip_len(tw));
     let (phases, rest) = rest.split_at_mut(M * (tw + 1));
     let (r, v) = rest.split_at_mut(XI * tiles);
-    for c in 0..g.c {
+    for c in channels.clone() {
         let xc = &x[c * plane..(c + 1) * plane];
+        let lane0 = (c - channels.start) * nr;
         // Along x, tile row by tile row: r[i][jj][tile] = Bᵀ[jj] · (window of the tile in
         // its input row i).
         for (ri, ty) in rows.clone().enumerate() {
@@ -347,15 +373,14 @@ pub(crate) fn input_block(
             for ii in 0..T {
                 let xi = ii * T + jj;
                 let vals = &v[ii * tiles..(ii + 1) * tiles];
-                let dst = &mut out[xi * per_xi + c * nr..];
                 let full = tiles / nr;
-                copy_runs(dst, g.c * nr, vals, nr, full, nr, 1);
+                out.copy_rows(xi * panels..xi * panels + full, lane0, vals, nr, nr);
                 let tail = tiles - full * nr;
                 if tail > 0 {
-                    let at = full * g.c * nr;
-                    dst[at..at + tail].copy_from_slice(&vals[full * nr..]);
+                    let last = out.row_mut(xi * panels + full);
+                    last[lane0..lane0 + tail].copy_from_slice(&vals[full * nr..]);
                     // Lanes past the last tile are zero (computed, then dropped).
-                    dst[at + tail..at + nr].fill(0.0);
+                    last[lane0 + tail..lane0 + nr].fill(0.0);
                 }
             }
         }

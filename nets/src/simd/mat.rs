@@ -6,6 +6,8 @@
 
 use std::marker::PhantomData;
 
+use taopipe_runtime::RectGuard;
+
 /// Elements a `rows × cols` view with row stride `ld` spans.
 fn span(rows: usize, cols: usize, ld: usize) -> usize {
     if rows == 0 || cols == 0 {
@@ -123,6 +125,18 @@ impl<'a> MatMut<'a> {
         }
     }
 
+    /// The tile a runtime claim holds: its rows and stride, borrowed from the guard.
+    pub fn from_rect(guard: &'a mut RectGuard<'_, f32>) -> MatMut<'a> {
+        let (rows, cols, ld) = (guard.rows(), guard.cols(), guard.ld());
+        MatMut {
+            ptr: guard.as_mut_ptr(),
+            ld,
+            rows,
+            cols,
+            _borrow: PhantomData,
+        }
+    }
+
     /// Rows.
     pub fn rows(&self) -> usize {
         self.rows
@@ -176,5 +190,44 @@ impl<'a> MatMut<'a> {
 
     pub(crate) fn as_mut_ptr(&mut self) -> *mut f32 {
         self.ptr
+    }
+
+    /// Copies `len`-float runs into rows `rows`, from column `col` on: row `rows.start + i`
+    /// gets `src[i · src_step..][..len]`. The strided stores of a packing routine, with
+    /// the bounds checked once.
+    ///
+    /// # Panics
+    /// If the rows or columns lie outside the view, or `src` is too short.
+    pub(crate) fn copy_rows(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        col: usize,
+        src: &[f32],
+        src_step: usize,
+        len: usize,
+    ) {
+        let runs = rows.len();
+        if runs == 0 || len == 0 {
+            return;
+        }
+        assert!(
+            rows.end <= self.rows && col + len <= self.cols,
+            "runs outside the view"
+        );
+        assert!(src.len() >= (runs - 1) * src_step + len, "source too short");
+        // SAFETY: rows `rows` of the view, columns `col..col + len`, are inside it (checked
+        // above) and exclusively borrowed through `&mut self`; `src` is a shared slice,
+        // so it cannot overlap them.
+        unsafe {
+            super::runs::raw_runs(
+                self.ptr.add(rows.start * self.ld + col),
+                self.ld,
+                src.as_ptr(),
+                src_step,
+                runs,
+                len,
+                1,
+            );
+        }
     }
 }

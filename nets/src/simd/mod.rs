@@ -243,7 +243,7 @@ pub(crate) type FmaProbeFn = unsafe fn(iters: u64) -> (u64, f32);
 /// # Safety
 /// The CPU runs the kernel's ISA.
 pub(crate) type WinogradInputFn =
-    unsafe fn(&Geometry, &[f32], Range<usize>, usize, &mut [f32], &mut [f32]);
+    unsafe fn(&Geometry, &[f32], Range<usize>, Range<usize>, usize, &mut MatMut<'_>, &mut [f32]);
 
 /// The Winograd output transform of [`crate::conv::winograd::output_block`], compiled for
 /// the table's ISA.
@@ -452,19 +452,20 @@ impl Kernels {
         unsafe { (self.dot_rows)(w.as_ptr(), n, x.as_ptr(), y.len(), y.as_mut_ptr()) }
     }
 
-    /// The Winograd input transform of tile rows `rows` (see
+    /// The Winograd input transform of tile rows `rows` and input channels `channels` (see
     /// [`crate::conv::winograd::input_block`]), compiled for this table's ISA.
     pub(crate) fn winograd_input(
         &self,
         g: &Geometry,
         x: &[f32],
         rows: Range<usize>,
-        out: &mut [f32],
+        channels: Range<usize>,
+        out: &mut MatMut<'_>,
         work: &mut [f32],
     ) {
         // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the function is safe code
         // compiled with the ISA's target features.
-        unsafe { (self.winograd_input)(g, x, rows, self.nr, out, work) }
+        unsafe { (self.winograd_input)(g, x, rows, channels, self.nr, out, work) }
     }
 
     /// The Winograd output transform (see [`crate::conv::winograd::output_block`]),

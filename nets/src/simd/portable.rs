@@ -32,11 +32,12 @@ unsafe fn winograd_input(
     g: &Geometry,
     x: &[f32],
     rows: Range<usize>,
+    channels: Range<usize>,
     nr: usize,
-    out: &mut [f32],
+    out: &mut MatMut<'_>,
     work: &mut [f32],
 ) {
-    winograd::input_block(g, x, rows, nr, out, work);
+    winograd::input_block(g, x, rows, channels, nr, out, work);
 }
 
 /// # Safety

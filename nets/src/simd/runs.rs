@@ -31,10 +31,37 @@ pub(crate) fn copy_runs(
         "{runs} runs of {len} (stride {sx}) at step {src_step} overrun a source of {}",
         src.len()
     );
-    let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
-    // SAFETY (every arm): run `i < runs` reads `src[i·src_step + j·sx]` for `j < len` and
-    // writes `dst[i·dst_step + j]`, all in bounds by the asserts above; `dst` is borrowed
+    // SAFETY: run `i < runs` reads `src[i·src_step + j·sx]` for `j < len` and writes
+    // `dst[i·dst_step + j]`, all in bounds by the asserts above; `dst` is borrowed
     // mutably, so the two never alias.
+    unsafe {
+        raw_runs(
+            dst.as_mut_ptr(),
+            dst_step,
+            src.as_ptr(),
+            src_step,
+            runs,
+            len,
+            sx,
+        )
+    }
+}
+
+/// The loop of [`copy_runs`] on raw pointers.
+///
+/// # Safety
+/// Run `i < runs` may read `s[i·src_step + j·sx]` and write `d[i·dst_step + j]` for
+/// `j < len`; the two regions do not overlap.
+pub(super) unsafe fn raw_runs(
+    d: *mut f32,
+    dst_step: usize,
+    s: *const f32,
+    src_step: usize,
+    runs: usize,
+    len: usize,
+    sx: usize,
+) {
+    // SAFETY (every arm): the caller's contract.
     unsafe {
         match (len, sx) {
             (8, 1) => fixed::<8>(d, dst_step, s, src_step, runs),
@@ -80,7 +107,7 @@ pub(crate) fn zero_runs(dst: &mut [f32], step: usize, runs: usize, len: usize) {
 /// `runs` runs of `L` floats at the two steps lie inside their buffers, which do not
 /// overlap.
 #[inline(always)]
-unsafe fn fixed<const L: usize>(
+pub(super) unsafe fn fixed<const L: usize>(
     d: *mut f32,
     dst_step: usize,
     s: *const f32,
