@@ -28,6 +28,7 @@ use std::sync::Arc;
 use taopipe_dsl::{Layer, LayerKind, NetSpec, Source};
 use taopipe_runtime::{Place, Runtime, RuntimeError, SharedSlice, Task, TaskGraph, TaskId};
 
+use crate::frame::{Buffers, Frame, FramePool};
 use crate::weights::{Init, WeightError, Weights};
 use crate::{
     Add, Affine, BatchNorm, Conv2d, Conv2dParams, GlobalAvgPool, Kernel, KernelError, Linear,
@@ -95,47 +96,12 @@ enum Step {
     Alias(Source),
 }
 
-/// A built net: its spec and one step per layer.
+/// A built net: its spec, one step per layer, and the buffers of finished frames.
 #[derive(Debug)]
 pub struct Model {
     spec: NetSpec,
     steps: Vec<Step>,
-}
-
-/// The buffers of one frame: the input, one output per layer (aliases share) and one
-/// [`Workspace`] per layer (allocated only if the layer's gang shares one).
-#[derive(Debug)]
-pub struct Frame {
-    input: Arc<SharedSlice<f32>>,
-    outputs: Vec<Arc<SharedSlice<f32>>>,
-    workspaces: Vec<Arc<Workspace>>,
-}
-
-impl Frame {
-    /// The last layer's output, copied out.
-    ///
-    /// # Panics
-    /// If a task of the frame is still writing it (call after the frame's graph ran).
-    pub fn output(&self) -> Vec<f32> {
-        let last = self.outputs.last().unwrap_or(&self.input);
-        last.read()
-            .expect("the frame's graph has finished")
-            .to_vec()
-    }
-
-    /// The output of layer `index` (aliases give the tensor they share).
-    pub fn layer_output(&self, index: usize) -> Option<Vec<f32>> {
-        self.outputs
-            .get(index)
-            .map(|b| b.read().expect("the frame's graph has finished").to_vec())
-    }
-
-    pub(crate) fn buffer(&self, source: Source) -> &Arc<SharedSlice<f32>> {
-        match source {
-            Source::Layer(j) => &self.outputs[j],
-            Source::Input | Source::Previous => &self.input,
-        }
-    }
+    pool: Arc<FramePool>,
 }
 
 thread_local! {
@@ -377,7 +343,11 @@ impl Model {
             });
             i += 1;
         }
-        Ok(Model { spec, steps })
+        Ok(Model {
+            spec,
+            steps,
+            pool: Arc::new(FramePool::default()),
+        })
     }
 
     /// The net this model runs.
@@ -428,11 +398,20 @@ impl Model {
             .sum()
     }
 
-    /// Fresh buffers for one frame holding `input`.
+    /// A frame holding `input`, in buffers from the model's pool (see [`Frame`]).
     ///
     /// # Errors
     /// An input of the wrong length.
     pub fn frame(&self, input: Vec<f32>) -> Result<Frame, ModelError> {
+        self.frame_from(&input)
+    }
+
+    /// A frame holding a copy of `input`. Once the pool holds a finished frame's buffers,
+    /// this allocates nothing.
+    ///
+    /// # Errors
+    /// An input of the wrong length.
+    pub fn frame_from(&self, input: &[f32]) -> Result<Frame, ModelError> {
         if input.len() != self.input_len() {
             return Err(ModelError::Input {
                 net: self.spec.name().to_string(),
@@ -441,7 +420,25 @@ impl Model {
                 got: input.len(),
             });
         }
-        let input = Arc::new(SharedSlice::new(input));
+        let buffers = self.pool.take().unwrap_or_else(|| self.buffers());
+        buffers
+            .input
+            .write(0..input.len())
+            .expect("a pooled frame's buffers are idle")
+            .copy_from_slice(input);
+        Ok(Frame::new(buffers, self.pool.clone()))
+    }
+
+    /// Buffer sets of finished frames waiting in the pool (at most
+    /// [`MAX_POOLED`](crate::frame::MAX_POOLED)).
+    pub fn pooled_frames(&self) -> usize {
+        self.pool.len()
+    }
+
+    /// New buffers for a frame: the input, one output per layer that runs a task (aliases
+    /// share theirs), an empty workspace per layer.
+    fn buffers(&self) -> Buffers {
+        let input = Arc::new(SharedSlice::zeroed(self.input_len()));
         let mut outputs: Vec<Arc<SharedSlice<f32>>> = Vec::with_capacity(self.steps.len());
         for step in &self.steps {
             let buffer = match step {
@@ -454,11 +451,11 @@ impl Model {
         let workspaces = (0..self.steps.len())
             .map(|_| Arc::new(Workspace::new()))
             .collect();
-        Ok(Frame {
+        Buffers {
             input,
             outputs,
             workspaces,
-        })
+        }
     }
 
     /// The task graph of one frame: a moldable task per kernel layer, on `place_of(layer)`,
@@ -508,8 +505,8 @@ impl Model {
             let task = layer_task(
                 kernel.clone(),
                 sources,
-                frame.outputs[i].clone(),
-                frame.workspaces[i].clone(),
+                frame.output_buffer(i).clone(),
+                frame.workspace(i).clone(),
             )
             .on(place_of(i))
             .hint(i as u64);

@@ -45,7 +45,8 @@ use taopipe_dsl::Source;
 use taopipe_runtime::{Place, SharedSlice, Task, TaskGraph, TaskId, split_range};
 
 use crate::Kernel;
-use crate::model::{Frame, Model, compute_chunks};
+use crate::frame::Frame;
+use crate::model::{Model, compute_chunks};
 
 /// Kernel kinds whose output channel `c` reads only input channel `c`: a chain passes their
 /// input to them without an exchange.

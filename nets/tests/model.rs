@@ -437,3 +437,35 @@ fn a_pipelined_model_gives_the_same_bits_as_one_place() {
         );
     }
 }
+
+/// Dropped frames give their buffers back to the model's pool, and the next frame takes
+/// them: its input is the new one, its outputs those of a fresh run.
+#[test]
+fn frames_reuse_pooled_buffers() {
+    let model = Model::build(small_resnet(), &RandomWeights { seed: 4 }).expect("model");
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let (a, b) = (input(model.input_len(), 1), input(model.input_len(), 2));
+    assert_eq!(model.pooled_frames(), 0);
+    let want_b = model.forward(&rt, b.clone(), Place::new(0, 2)).expect("b");
+    assert_eq!(model.pooled_frames(), 1);
+    let frames: Vec<_> = [&a, &b, &a]
+        .iter()
+        .map(|x| model.frame_from(x).expect("frame"))
+        .collect();
+    assert_eq!(
+        model.pooled_frames(),
+        0,
+        "the first frame took the pooled set"
+    );
+    for f in &frames {
+        rt.run(model.graph(f, |_| Place::new(0, 2))).expect("run");
+    }
+    assert_eq!(frames[1].output(), want_b);
+    assert_eq!(frames[0].output(), frames[2].output());
+    drop(frames);
+    assert_eq!(model.pooled_frames(), 3);
+    assert!(matches!(
+        model.frame_from(&a[1..]),
+        Err(taopipe_nets::ModelError::Input { .. })
+    ));
+}

@@ -1,0 +1,122 @@
+//! A frame's buffers, and the pool that reuses them: after warm-up, a new frame takes the
+//! buffers of a finished one instead of allocating (and page-faulting in) tens of
+//! megabytes of activations.
+//!
+//! A [`Frame`] returns its buffers to its model's pool when dropped. The pool keeps at most
+//! [`MAX_POOLED`] sets: a pipeline holds one frame per stage plus its queues, so a steady
+//! stream reuses the same few sets, and a burst does not pin memory forever.
+
+use std::sync::{Arc, Mutex};
+
+use taopipe_dsl::Source;
+use taopipe_runtime::SharedSlice;
+
+use crate::kernel::Workspace;
+
+/// Most buffer sets a pool keeps.
+pub const MAX_POOLED: usize = 16;
+
+/// The buffers of one frame: the input, one output per layer (aliases share one) and one
+/// [`Workspace`] per layer (allocated only if the layer's gang shares one).
+#[derive(Debug)]
+pub(crate) struct Buffers {
+    pub(crate) input: Arc<SharedSlice<f32>>,
+    pub(crate) outputs: Vec<Arc<SharedSlice<f32>>>,
+    pub(crate) workspaces: Vec<Arc<Workspace>>,
+}
+
+/// Buffer sets of finished frames.
+#[derive(Debug, Default)]
+pub(crate) struct FramePool {
+    free: Mutex<Vec<Buffers>>,
+}
+
+impl FramePool {
+    /// A free set, if any.
+    pub(crate) fn take(&self) -> Option<Buffers> {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    /// Returns a set (dropped if the pool is full).
+    fn put(&self, buffers: Buffers) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() < MAX_POOLED {
+            free.push(buffers);
+        }
+    }
+
+    /// Sets held.
+    pub(crate) fn len(&self) -> usize {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// One frame in flight: its input and every layer's output. Made by
+/// [`Model::frame`](crate::Model::frame); run by a graph of the same model; its buffers go
+/// back to the model's pool when it is dropped.
+#[derive(Debug)]
+pub struct Frame {
+    buffers: Option<Buffers>,
+    pool: Arc<FramePool>,
+}
+
+impl Frame {
+    pub(crate) fn new(buffers: Buffers, pool: Arc<FramePool>) -> Frame {
+        Frame {
+            buffers: Some(buffers),
+            pool,
+        }
+    }
+
+    fn buffers(&self) -> &Buffers {
+        self.buffers
+            .as_ref()
+            .expect("a frame holds its buffers until dropped")
+    }
+
+    /// The last layer's output, copied out.
+    ///
+    /// # Panics
+    /// If a task of the frame is still writing it (call after the frame's graph ran).
+    pub fn output(&self) -> Vec<f32> {
+        let b = self.buffers();
+        let last = b.outputs.last().unwrap_or(&b.input);
+        last.read()
+            .expect("the frame's graph has finished")
+            .to_vec()
+    }
+
+    /// The output of layer `index` (aliases give the tensor they share).
+    pub fn layer_output(&self, index: usize) -> Option<Vec<f32>> {
+        self.buffers()
+            .outputs
+            .get(index)
+            .map(|b| b.read().expect("the frame's graph has finished").to_vec())
+    }
+
+    /// The tensor `source` names.
+    pub(crate) fn buffer(&self, source: Source) -> &Arc<SharedSlice<f32>> {
+        match source {
+            Source::Layer(j) => self.output_buffer(j),
+            Source::Input | Source::Previous => &self.buffers().input,
+        }
+    }
+
+    /// Layer `index`'s output buffer.
+    pub(crate) fn output_buffer(&self, index: usize) -> &Arc<SharedSlice<f32>> {
+        &self.buffers().outputs[index]
+    }
+
+    /// Layer `index`'s workspace.
+    pub(crate) fn workspace(&self, index: usize) -> &Arc<Workspace> {
+        &self.buffers().workspaces[index]
+    }
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        if let Some(buffers) = self.buffers.take() {
+            self.pool.put(buffers);
+        }
+    }
+}
