@@ -7,6 +7,11 @@
 //! one in-bounds element (`padding <= kernel / 2`, as PyTorch requires).
 //!
 //! Chunks: groups of channels, at most 32 (`ceil(C / 32)` channels each).
+//!
+//! Both are computed separably: for each output row, the window's input rows are reduced
+//! column by column (contiguous runs, vectorised), then each output reduces its columns
+//! of that. An average sums rows first, so its rounding is not the row-major order's;
+//! it is the same for every width.
 
 use crate::error::KernelError;
 use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
@@ -164,7 +169,7 @@ impl Kernel for Pool2d {
         inputs: &[&[f32]],
         chunk: usize,
         out: &mut [f32],
-        _scratch: &mut Scratch,
+        scratch: &mut Scratch,
     ) {
         let want = self.chunks.range(chunk).len();
         check_io(self.kind(), inputs, 1, self.in_shape.len(), out.len(), want);
@@ -173,21 +178,43 @@ impl Kernel for Pool2d {
         let (oh, ow) = (self.out_shape.h, self.out_shape.w);
         let channels = self.chunks.channels_of(chunk);
         let first = channels.start;
+        let max = self.params.kind == PoolKind::Max;
+        // Separable: reduce the window's rows column by column (contiguous, vectorised),
+        // then each output's columns of that.
+        let column = scratch.take(w);
         for c in channels {
             let plane = &input[c * h * w..(c + 1) * h * w];
             let dst = &mut out[(c - first) * oh * ow..(c - first + 1) * oh * ow];
             for oy in 0..oh {
                 let (y0, y1) = self.window(oy, h);
-                for ox in 0..ow {
-                    let (x0, x1) = self.window(ox, w);
-                    let rows = (y0..y1).map(|y| &plane[y * w + x0..y * w + x1]);
-                    dst[oy * ow + ox] = match self.params.kind {
-                        PoolKind::Max => rows.flatten().fold(f32::NEG_INFINITY, |m, &v| m.max(v)),
-                        PoolKind::Avg => {
-                            let s: f32 = rows.flatten().sum();
-                            s / ((y1 - y0) * (x1 - x0)) as f32
-                        }
-                    };
+                column.copy_from_slice(&plane[y0 * w..(y0 + 1) * w]);
+                for y in y0 + 1..y1 {
+                    let row = &plane[y * w..(y + 1) * w];
+                    if max {
+                        column.iter_mut().zip(row).for_each(|(m, &v)| *m = m.max(v));
+                    } else {
+                        column.iter_mut().zip(row).for_each(|(s, &v)| *s += v);
+                    }
+                }
+                let dst = &mut dst[oy * ow..(oy + 1) * ow];
+                let (k, s) = (self.params.kernel, self.params.stride);
+                let reduce = |cols: &[f32], n: usize| {
+                    if max {
+                        cols.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+                    } else {
+                        cols.iter().sum::<f32>() / (n * cols.len()) as f32
+                    }
+                };
+                if k == s && self.params.padding == 0 {
+                    // Windows side by side (VGG's 2×2/2): no bounds to work out.
+                    for (d, cols) in dst.iter_mut().zip(column.chunks_exact(k)) {
+                        *d = reduce(cols, y1 - y0);
+                    }
+                } else {
+                    for (ox, d) in dst.iter_mut().enumerate() {
+                        let (x0, x1) = self.window(ox, w);
+                        *d = reduce(&column[x0..x1], y1 - y0);
+                    }
                 }
             }
         }
