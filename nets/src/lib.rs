@@ -60,7 +60,7 @@ pub use crate::fc::Linear;
 pub use crate::frame::Frame;
 pub use crate::gap::GlobalAvgPool;
 pub use crate::kernel::{ChunkPlan, Kernel, Scratch, TARGET_CHUNKS, Workspace};
-pub use crate::model::{Model, ModelError, torch_name};
+pub use crate::model::{BuildOptions, Model, ModelError, torch_name};
 pub use crate::pool::{Pool2d, PoolKind, PoolParams};
 pub use crate::simd::{Epilogue, Isa, IsaError, Kernels, MatMut, MatRef};
 pub use crate::softmax::Softmax;

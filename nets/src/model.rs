@@ -31,9 +31,22 @@ use taopipe_runtime::{Place, Runtime, RuntimeError, SharedSlice, Task, TaskGraph
 use crate::frame::{Buffers, Frame, FramePool};
 use crate::weights::{Init, WeightError, Weights};
 use crate::{
-    Add, Affine, BatchNorm, Conv2d, Conv2dParams, GlobalAvgPool, Kernel, KernelError, Linear,
-    Pool2d, PoolParams, Relu, Scratch, Shape, Softmax, Workspace, fold_batchnorm,
+    Add, Affine, BatchNorm, Conv2d, Conv2dParams, ConvAlgo, GlobalAvgPool, Isa, Kernel,
+    KernelError, Linear, Pool2d, PoolParams, Relu, Scratch, Shape, Softmax, Workspace,
+    fold_batchnorm,
 };
+
+/// How [`Model::build_with`] builds the kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// The instruction-set path; `None`: [`Isa::current`] (`TAOPIPE_ISA`, else the best
+    /// this CPU has).
+    pub isa: Option<Isa>,
+    /// Every convolution on the direct path, no Winograd: for A/B runs, and for users who
+    /// want the direct path's rounding (Winograd's error is bounded in
+    /// [`crate::conv::winograd`], but larger).
+    pub direct_only: bool,
+}
 
 /// PyTorch's default batchnorm ε.
 pub const BN_EPS: f32 = 1e-5;
@@ -186,11 +199,40 @@ fn square(layer: &Layer, what: &str, (a, b): (usize, usize)) -> Result<usize, Mo
 }
 
 impl Model {
-    /// Builds every kernel, loading parameters by torchvision name.
+    /// Builds every kernel, loading parameters by torchvision name, with the default
+    /// [`BuildOptions`].
     ///
     /// # Errors
     /// A missing or mis-shaped tensor, or a layer the kernels do not implement, named.
     pub fn build(spec: NetSpec, weights: &dyn Weights) -> Result<Model, ModelError> {
+        Model::build_with(spec, weights, &BuildOptions::default())
+    }
+
+    /// Builds every kernel as `options` say.
+    ///
+    /// # Errors
+    /// As [`Model::build`], and a bad `TAOPIPE_ISA` or an ISA this CPU cannot run.
+    ///
+    /// ```
+    /// use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
+    /// let spec = zoo::by_name("synth1").expect("a zoo net")?;
+    /// let direct = BuildOptions { direct_only: true, ..BuildOptions::default() };
+    /// let model = Model::build_with(spec, &RandomWeights { seed: 1 }, &direct)?;
+    /// assert!(model.flops() > 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build_with(
+        spec: NetSpec,
+        weights: &dyn Weights,
+        options: &BuildOptions,
+    ) -> Result<Model, ModelError> {
+        let isa = match options.isa {
+            Some(isa) => isa,
+            None => Isa::current().map_err(|e| ModelError::Kernel {
+                layer: spec.name().to_string(),
+                source: e.into(),
+            })?,
+        };
         let readers = spec.reader_counts();
         let layers = spec.layers();
         let mut steps: Vec<Step> = Vec::with_capacity(layers.len());
@@ -228,12 +270,15 @@ impl Model {
                     let conv = build_conv(
                         weights,
                         layer,
-                        *out_channels,
-                        *kernel,
-                        *stride,
-                        *padding,
-                        *relu || fuse_relu || add_relu,
+                        ConvShape {
+                            out_channels: *out_channels,
+                            kernel: *kernel,
+                            stride: *stride,
+                            padding: *padding,
+                            relu: *relu || fuse_relu || add_relu,
+                        },
                         bn.map(|b| &layers[b]),
+                        (isa, options.direct_only.then_some(ConvAlgo::Direct)),
                     )?
                     .with_residual(residual.is_some());
                     steps.push(Step::Run {
@@ -272,6 +317,7 @@ impl Model {
                         Some(b),
                         *relu || fuse_relu,
                     )
+                    .and_then(|fc| fc.with_isa(isa))
                     .map_err(kernel_error(layer))?;
                     steps.push(Step::Run {
                         kernel: Arc::new(fc),
@@ -558,17 +604,29 @@ fn kernel_error(layer: &Layer) -> impl Fn(KernelError) -> ModelError + '_ {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_conv(
-    weights: &dyn Weights,
-    layer: &Layer,
+/// A conv layer's hyperparameters from the spec.
+struct ConvShape {
     out_channels: usize,
     kernel: (usize, usize),
     stride: (usize, usize),
     padding: (usize, usize),
     relu: bool,
+}
+
+fn build_conv(
+    weights: &dyn Weights,
+    layer: &Layer,
+    shape_of: ConvShape,
     bn: Option<&Layer>,
+    (isa, algo): (Isa, Option<ConvAlgo>),
 ) -> Result<Conv2d, ModelError> {
+    let ConvShape {
+        out_channels,
+        kernel,
+        stride,
+        padding,
+        relu,
+    } = shape_of;
     let c = layer.input().c;
     let fan_in = c * kernel.0 * kernel.1;
     let w = load(
@@ -605,7 +663,9 @@ fn build_conv(
         padding,
         relu,
     };
-    Conv2d::new(params, shape(layer.input()), w, Some(b)).map_err(kernel_error(layer))
+    let algo = algo.filter(|a| a.applies(&params));
+    Conv2d::with_options(params, shape(layer.input()), w, Some(b), algo, isa)
+        .map_err(kernel_error(layer))
 }
 
 /// The moldable task of one layer: each rank reads the inputs whole and writes its chunks.

@@ -308,6 +308,34 @@ impl Conv2d {
         )
     }
 
+    /// A conv as [`Conv2d::new`] with the algorithm (default: [`ConvAlgo::choose`]) and the
+    /// ISA given: the weights are packed once, for that path.
+    ///
+    /// # Errors
+    /// As [`Conv2d::new`], or [`KernelError::Algorithm`] when `algo` does not apply.
+    pub fn with_options(
+        params: Conv2dParams,
+        in_shape: Shape,
+        weights: Vec<f32>,
+        bias: Option<Vec<f32>>,
+        algo: Option<ConvAlgo>,
+        isa: Isa,
+    ) -> Result<Conv2d, KernelError> {
+        let bias = bias.unwrap_or_else(|| vec![0.0; params.out_channels]);
+        let algo = match algo {
+            Some(a) if !a.applies(&params) => {
+                return Err(KernelError::Algorithm {
+                    layer: "conv",
+                    algo: a.name(),
+                    reason: "needs a 3×3 kernel, stride 1 and padding at most 1",
+                });
+            }
+            Some(a) => a,
+            None => ConvAlgo::choose(&params, in_shape),
+        };
+        Conv2d::build(params, in_shape, weights, bias, algo, isa)
+    }
+
     fn build(
         params: Conv2dParams,
         in_shape: Shape,
