@@ -28,7 +28,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use taopipe::nets::{Isa, Model, RandomWeights, SafetensorsFile, Weights};
+use taopipe::nets::{BuildOptions, Isa, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
 
 use common::{RuntimeArgs, frame_input};
@@ -72,6 +72,10 @@ struct Cli {
     /// Also run every frame at width 1 and fail unless the outputs are bit-identical.
     #[arg(long)]
     check: bool,
+    /// Convolution algorithms: `auto` (Winograd F(4×4,3×3) where it pays off, else the
+    /// direct path) or `direct` (the direct path everywhere, for A/B runs).
+    #[arg(long, value_enum, default_value_t = ConvChoice::Auto)]
+    conv: ConvChoice,
     /// Write a JSON report here (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -114,6 +118,13 @@ impl Runner<'_> {
     }
 }
 
+/// `--conv`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ConvChoice {
+    Auto,
+    Direct,
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // A bad `TAOPIPE_ISA` fails here, before anything long.
@@ -142,11 +153,15 @@ fn main() -> anyhow::Result<()> {
         None => Box::new(RandomWeights { seed: cli.seed }),
     };
     let started = Instant::now();
-    let model =
-        Model::build(spec, weights.as_ref()).with_context(|| format!("building {}", cli.net))?;
+    let options = BuildOptions {
+        isa: Some(isa),
+        direct_only: cli.conv == ConvChoice::Direct,
+    };
+    let model = Model::build_with(spec, weights.as_ref(), &options)
+        .with_context(|| format!("building {}", cli.net))?;
     let build = started.elapsed();
     println!("{}", rt.topology());
-    println!("isa: {isa}");
+    println!("isa: {isa}; convolutions: {:?}", cli.conv);
     println!(
         "{}: {} layers, {} units, {:.2} GFLOP per frame; built in {:.2} s; {}, {} input; on place 0+{width}",
         cli.net,
@@ -272,6 +287,7 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
             "workers": runner.rt.num_workers(),
             "width": runner.width,
             "weights": cli.weights.as_ref().map_or("random".to_string(), |p| p.display().to_string()),
+            "conv": format!("{:?}", cli.conv).to_lowercase(),
             "input": cli.input.as_ref().map_or("seeded".to_string(), |p| p.display().to_string()),
             "frame_ms": ms,
             "median_ms": median,

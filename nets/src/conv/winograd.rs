@@ -185,7 +185,8 @@ impl Engine for Winograd {
 
     fn work_len(&self, channels: usize) -> usize {
         let tiles = self.rows_per_block * self.geo.tw;
-        XI * channels.min(self.sub) * tiles + output_work_len(tiles, self.geo.tw)
+        XI * channels.min(self.sub) * tiles.next_multiple_of(self.nr)
+            + output_work_len(tiles, self.geo.tw)
     }
 
     fn pack_work_len(&self) -> usize {
@@ -238,9 +239,12 @@ impl Engine for Winograd {
         for s0 in (0..channels.len()).step_by(self.sub) {
             let n = self.sub.min(channels.len() - s0);
             let sub = channels.start + s0..channels.start + s0 + n;
-            let (m, scratch) = work.split_at_mut(XI * n * tiles);
-            for (xi, mx) in m.chunks_exact_mut(n * tiles).enumerate() {
-                let mut view = MatMut::from_slice(mx, tiles, n, tiles);
+            // Rows of M span whole panels, so every micro-kernel call stores full tiles (the
+            // lanes past the last tile hold products of zero lanes and are never read).
+            let ldm = panels * self.nr;
+            let (m, scratch) = work.split_at_mut(XI * n * ldm);
+            for (xi, mx) in m.chunks_exact_mut(n * ldm).enumerate() {
+                let mut view = MatMut::from_slice(mx, ldm, n, ldm);
                 let v = &packed[xi * per_xi..(xi + 1) * per_xi];
                 gemm(
                     kernels,
@@ -258,7 +262,7 @@ impl Engine for Winograd {
                 relu: epilogue.relu,
             };
             let mut dst = out.sub(s0, 0, n, out.cols());
-            kernels.winograd_output(&self.geo, m, n, rows.clone(), &e, &mut dst, scratch);
+            kernels.winograd_output(&self.geo, (m, ldm), n, rows.clone(), &e, &mut dst, scratch);
         }
     }
 
@@ -414,14 +418,14 @@ fn bt_row(k: usize, x: [&[f32]; T], out: &mut [f32]) {
     }
 }
 
-/// Applies the output transform `Y = Aᵀ m A` to `m` (`[ξ][n channels][tiles]`) of tile
-/// rows `rows`, then the epilogue, into `out` (`n` channels × the block's pixels). Per
+/// Applies the output transform `Y = Aᵀ m A` to `m` (`[ξ][n channels][tiles]`, a row of
+/// tiles every `ldm` floats) of tile rows `rows`, then the epilogue, into `out` (`n` channels × the block's pixels). Per
 /// channel and tile row: along y for every tile at once, then along x, interleaving the
 /// four outputs of each tile into output rows.
 #[inline(always)]
 pub(crate) fn output_block(
     g: &Geometry,
-    m: &[f32],
+    (m, ldm): (&[f32], usize),
     n: usize,
     rows: Range<usize>,
     e: &BlockEpilogue<'_>,
@@ -439,7 +443,7 @@ pub(crate) fn output_block(
         // Along y for every tile of the block: q[ii][jj][t] = Aᵀ[ii] · m[·][jj][t].
         for jj in 0..T {
             let c: [&[f32]; T] = std::array::from_fn(|i| {
-                let at = ((i * T + jj) * n + ch) * tiles;
+                let at = ((i * T + jj) * n + ch) * ldm;
                 &m[at..at + tiles]
             });
             for ii in 0..M {

@@ -252,7 +252,7 @@ pub(crate) type WinogradInputFn =
 /// The CPU runs the kernel's ISA.
 pub(crate) type WinogradOutputFn = unsafe fn(
     &Geometry,
-    &[f32],
+    (&[f32], usize),
     usize,
     Range<usize>,
     &BlockEpilogue<'_>,
@@ -474,7 +474,7 @@ impl Kernels {
     pub(crate) fn winograd_output(
         &self,
         g: &Geometry,
-        m: &[f32],
+        m: (&[f32], usize),
         n: usize,
         rows: Range<usize>,
         e: &BlockEpilogue<'_>,

@@ -44,7 +44,7 @@ unsafe fn winograd_input(
 /// Always safe (see [`super::WinogradOutputFn`]).
 unsafe fn winograd_output(
     g: &Geometry,
-    m: &[f32],
+    m: (&[f32], usize),
     n: usize,
     rows: Range<usize>,
     e: &BlockEpilogue<'_>,

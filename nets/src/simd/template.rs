@@ -204,7 +204,7 @@ macro_rules! isa_kernels {
             #[target_feature(enable = $feat)]
             pub(crate) unsafe fn winograd_output(
                 g: &Geometry,
-                m: &[f32],
+                m: (&[f32], usize),
                 n: usize,
                 rows: Range<usize>,
                 e: &BlockEpilogue<'_>,
