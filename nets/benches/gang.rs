@@ -1,57 +1,52 @@
-//! Runs one layer as a gang on the taopipe runtime (bench only): every rank computes its own
-//! run of chunks into its own preallocated output buffer (behind a `Mutex` only its rank
-//! locks), with its own scratch.
+//! Runs one layer as a gang on the taopipe runtime (bench only), the way a model's layer
+//! task does: every rank calls `Kernel::run_rank` on the shared output buffer and the
+//! layer's workspace, with its own scratch.
 
-use std::sync::{Arc, Mutex};
+use std::cell::RefCell;
+use std::sync::Arc;
 
-use taopipe_nets::{Kernel, Scratch};
-use taopipe_runtime::{Place, Runtime};
+use taopipe_nets::{Kernel, Scratch, Workspace};
+use taopipe_runtime::{Place, Runtime, SharedSlice};
 
-/// Each rank's output part and scratch; only that rank locks its entry.
-type Parts = Vec<Mutex<(Vec<f32>, Scratch)>>;
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+}
 
 pub(crate) struct Gang {
     layer: Arc<dyn Kernel>,
     inputs: Arc<Vec<Vec<f32>>>,
-    parts: Arc<Parts>,
+    output: Arc<SharedSlice<f32>>,
+    workspace: Arc<Workspace>,
     width: usize,
 }
 
 impl Gang {
     pub(crate) fn new(layer: Arc<dyn Kernel>, inputs: Vec<Vec<f32>>, width: usize) -> Gang {
-        let parts = (0..width)
-            .map(|rank| {
-                let len = layer.output_range(layer.rank_chunks(rank, width)).len();
-                Mutex::new((vec![0.0; len], Scratch::new()))
-            })
-            .collect();
+        let output = Arc::new(SharedSlice::zeroed(layer.out_shape().len()));
         Gang {
             layer,
             inputs: Arc::new(inputs),
-            parts: Arc::new(parts),
+            output,
+            workspace: Arc::new(Workspace::new()),
             width,
         }
     }
 
     /// One forward pass on workers `0..width` of `rt`.
     pub(crate) fn run(&self, rt: &Runtime) {
-        let (layer, inputs, parts) = (self.layer.clone(), self.inputs.clone(), self.parts.clone());
-        let width = self.width;
-        rt.run_on(Place::new(0, width), move |ctx| {
-            let rank = ctx.rank();
-            let ins: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
-            let mut guard = parts[rank].lock().expect("only this rank locks its part");
-            let (out, scratch) = &mut *guard;
-            layer.compute_chunks(&ins, layer.rank_chunks(rank, width), out, scratch);
+        let (layer, inputs) = (self.layer.clone(), self.inputs.clone());
+        let (output, workspace) = (self.output.clone(), self.workspace.clone());
+        rt.run_on(Place::new(0, self.width), move |ctx| {
+            let views: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
+            SCRATCH.with(|s| {
+                layer.run_rank(ctx, &views, &output, &workspace, &mut s.borrow_mut());
+            });
         })
         .expect("bench layer runs");
     }
 
-    /// The stitched output (to check it against width 1).
+    /// The output of the last run.
     pub(crate) fn output(&self) -> Vec<f32> {
-        self.parts
-            .iter()
-            .flat_map(|p| p.lock().expect("not poisoned").0.clone())
-            .collect()
+        self.output.read().expect("no run in flight").to_vec()
     }
 }

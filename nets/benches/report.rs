@@ -1,43 +1,41 @@
 //! The `report` pseudo-group: the tables of the README's "Kernels" section, printed as
-//! Markdown (not criterion: each number is the best of a few runs, which on a shared
+//! Markdown (not criterion: each number is the best of several runs, which on a shared
 //! machine is the least noisy statistic). Runs when no filter is given or the filter
 //! contains "report":
 //!
 //! ```text
 //! cargo bench -p taopipe-nets -- report
 //! ```
+//!
+//! Every figure is divided by limits measured in the same run: the FMA peak of one core
+//! (`probe::fma_peak`) and the memory bandwidth of one and of two cores
+//! (`probe::bandwidth`, copy and read).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use taopipe_nets::{Conv2d, ConvAlgo, GemmImpl, Kernel, Scratch};
-use taopipe_runtime::Runtime;
+use taopipe_nets::probe::{self, Bandwidth};
+use taopipe_nets::{ConvAlgo, Isa, Kernel, Linear, Shape};
+use taopipe_runtime::{Place, Runtime};
 
 use crate::conv::build;
 use crate::gang::Gang;
 use crate::shapes;
 
-/// Best seconds per call of `f` over runs totalling at least `min_secs` (at least 2 runs,
+/// Best seconds per call of `f` over runs totalling at least `min_secs` (at least 3 runs,
 /// after one warm-up call).
 pub(crate) fn best_time(f: &mut dyn FnMut(), min_secs: f64) -> f64 {
     f();
     let start = Instant::now();
     let mut best = f64::MAX;
     let mut runs = 0;
-    while runs < 2 || start.elapsed().as_secs_f64() < min_secs {
+    while runs < 3 || start.elapsed().as_secs_f64() < min_secs {
         let t = Instant::now();
         f();
         best = best.min(t.elapsed().as_secs_f64());
         runs += 1;
     }
     best
-}
-
-fn peak() -> f64 {
-    std::env::var("TAOPIPE_PEAK_GFLOPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100.0)
 }
 
 /// Whether the command line selects the report.
@@ -50,126 +48,175 @@ fn selected() -> bool {
     filters.is_empty() || filters.iter().any(|f| f.contains("report"))
 }
 
+/// Bytes per bandwidth buffer: well past any last-level cache.
+const BANDWIDTH_BYTES: usize = 256 << 20;
+
+/// The bandwidth of `width` cores at once (each its own buffers), summed.
+fn gang_bandwidth(rt: &Runtime, width: usize) -> Bandwidth {
+    let parts = Arc::new(Mutex::new(Vec::new()));
+    let p = parts.clone();
+    rt.run_on(Place::new(0, width), move |_| {
+        let bw = probe::bandwidth(BANDWIDTH_BYTES);
+        p.lock().expect("not poisoned").push(bw);
+    })
+    .expect("bandwidth gang runs");
+    let parts = parts.lock().expect("not poisoned");
+    Bandwidth {
+        copy_gbs: parts.iter().map(|b| b.copy_gbs).sum(),
+        read_gbs: parts.iter().map(|b| b.read_gbs).sum(),
+    }
+}
+
+/// GFLOP/s of `conv` at `width`, and its output.
+fn conv_gflops(rt: &Runtime, conv: &Arc<dyn Kernel>, x: &[f32], width: usize) -> (f64, Vec<f32>) {
+    let gang = Gang::new(conv.clone(), vec![x.to_vec()], width);
+    let secs = best_time(&mut || gang.run(rt), 0.25);
+    (conv.flops() as f64 / secs / 1e9, gang.output())
+}
+
 pub(crate) fn run_if_selected() {
     if !selected() {
         return;
     }
-    let peak = peak();
-    println!(
-        "\n## GEMM: one layer as one GEMM (m = K, n = OH·OW, k = C·kh·kw), 1 thread, GFLOP/s\n"
-    );
-    println!("| layer | m | n | k | gemm crate | matrixmultiply | naive |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
-    for layer in shapes::all() {
-        let p = layer.params;
-        let out = p.out_shape(layer.input).expect("valid");
-        let (m, n, k) = (
-            p.out_channels,
-            out.plane(),
-            p.in_channels * p.kernel.0 * p.kernel.1,
-        );
-        let flops = 2.0 * (m * n * k) as f64;
-        let gf = |imp, secs| flops / crate::gemm::time_gemm(imp, m, n, k, secs) / 1e9;
-        println!(
-            "| {} | {m} | {n} | {k} | {:.1} | {:.1} | {:.1} |",
-            layer.name,
-            gf(GemmImpl::Faer, 0.15),
-            gf(GemmImpl::MatrixMultiply, 0.15),
-            gf(GemmImpl::Naive, 0.0)
-        );
-    }
-
+    let isa = Isa::current().expect("TAOPIPE_ISA names a path this CPU runs");
     let rt = Runtime::builder().workers(2).build().expect("runtime");
-    println!("\n## Conv layers, GFLOP/s (peak {peak} GFLOP/s per core; w2 % is of 2 × peak)\n");
-    println!("w1, w2: default algorithm and GEMM through the runtime at gang width 1 and 2.");
-    println!("Then, on the bench thread without the runtime (1 thread): the default, the other");
+    let peak = probe::fma_peak(isa, 0.5);
+    let bw1 = probe::bandwidth(BANDWIDTH_BYTES);
+    let bw2 = gang_bandwidth(&rt, 2);
+    println!("\n## The machine, measured now\n");
+    println!("- kernels: `{isa}` ({})", isa.kernels());
     println!(
-        "algorithms that apply (— when not applicable or the default), the default with matrixmultiply.\n"
+        "- FMA peak of one core: **{peak:.1} GFLOP/s** (independent FMA chains, `probe::fma_peak`)"
     );
     println!(
-        "| layer | in → out | GFLOP | algo | chunks | w1 | w1 % | w2 | w2 % | w2/w1 | direct | pointwise | shifted | im2col | matrixmultiply |"
+        "- memory bandwidth, 1 core: copy {:.1} GB/s, read {:.1} GB/s; 2 cores: copy {:.1} GB/s, read {:.1} GB/s (`probe::bandwidth`, {} MiB buffers)",
+        bw1.copy_gbs,
+        bw1.read_gbs,
+        bw2.copy_gbs,
+        bw2.read_gbs,
+        BANDWIDTH_BYTES >> 20
     );
-    println!("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let (mut total_flops, mut total_w1, mut total_w2) = (0.0, 0.0, 0.0);
+
+    println!("\n## Conv layers, GFLOP/s through the runtime at gang widths 1 and 2\n");
+    println!(
+        "Direct: im2col into panels + the packed GEMM. Winograd F(4×4,3×3): effective GFLOP/s"
+    );
+    println!(
+        "(the direct FLOP count over Winograd's time), where it applies. % is of the measured"
+    );
+    println!("peak (w2: of twice it). `chosen` is what `ConvAlgo::choose` runs in a model.\n");
+    println!(
+        "| layer | in → out | GFLOP | chosen | direct w1 | % | direct w2 | % | Winograd w1 | × direct | Winograd w2 | × direct |"
+    );
+    println!("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let (mut flops_all, mut direct_w1, mut direct_w2) = (0.0, 0.0, 0.0);
+    let (mut chosen_w1, mut chosen_w2) = (0.0, 0.0);
+    let mut percents = Vec::new();
     for layer in shapes::all() {
         let (conv, x) = build(layer);
         let flops = conv.flops() as f64;
-        let kernel_gf = |c: Conv2d| {
-            let mut scratch = Scratch::new();
-            let mut out = vec![0.0; c.out_shape().len()];
-            let secs = best_time(
-                &mut || c.compute_chunks(&[&x], 0..c.chunks(), &mut out, &mut scratch),
-                0.1,
-            );
-            flops / secs / 1e9
-        };
-        // A/B: the default on this thread without the runtime, the other applicable
-        // algorithms, and the other GEMM.
-        let direct = kernel_gf(conv.clone());
-        let alt = |algo: ConvAlgo| {
-            if algo != conv.algo() && algo.applies(conv.params()) {
-                format!(
-                    "{:.1}",
-                    kernel_gf(conv.clone().with_algo(algo).expect("applies"))
-                )
-            } else {
-                "—".to_string()
+        let chosen = conv.algo();
+        let gf = |algo: ConvAlgo| -> Option<[f64; 2]> {
+            if !algo.applies(conv.params()) {
+                return None;
             }
+            let c: Arc<dyn Kernel> = Arc::new(conv.clone().with_algo(algo).expect("applies"));
+            let (g1, y1) = conv_gflops(&rt, &c, &x, 1);
+            let (g2, y2) = conv_gflops(&rt, &c, &x, 2);
+            let same = y1.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "{} {}: width 2 differs from width 1",
+                layer.name,
+                algo.name()
+            );
+            Some([g1, g2])
         };
-        let (pointwise, shifted, im2col) = (
-            alt(ConvAlgo::Pointwise),
-            alt(ConvAlgo::Shifted),
-            alt(ConvAlgo::Im2col),
-        );
-        let mm = kernel_gf(conv.clone().with_gemm(GemmImpl::MatrixMultiply));
-        let (algo, chunks, shape_in, shape_out) = (
-            conv.algo(),
-            conv.chunks(),
+        let direct = gf(ConvAlgo::Direct).expect("direct applies to every conv");
+        let winograd = gf(ConvAlgo::Winograd);
+        flops_all += flops;
+        direct_w1 += flops / direct[0];
+        direct_w2 += flops / direct[1];
+        let fastest = if chosen == ConvAlgo::Winograd {
+            winograd.unwrap_or(direct)
+        } else {
+            direct
+        };
+        chosen_w1 += flops / fastest[0];
+        chosen_w2 += flops / fastest[1];
+        percents.push(100.0 * direct[0] / peak);
+        let wino = |i: usize| {
+            winograd.map_or("—|—".to_string(), |w| {
+                format!("{:.1}|{:.2}", w[i], w[i] / direct[i])
+            })
+        };
+        println!(
+            "| {} | {} → {} | {:.3} | {} | {:.1} | {:.0}% | {:.1} | {:.0}% | {} | {} |",
+            layer.name,
             conv.in_shape(),
             conv.out_shape(),
-        );
-        let conv: Arc<dyn Kernel> = Arc::new(conv);
-        let mut gf = [0.0; 2];
-        let mut outputs = Vec::new();
-        for (i, width) in [1, 2].into_iter().enumerate() {
-            let gang = Gang::new(conv.clone(), vec![x.clone()], width);
-            let secs = best_time(&mut || gang.run(&rt), 0.2);
-            gf[i] = flops / secs / 1e9;
-            total_w1 += if width == 1 { secs } else { 0.0 };
-            total_w2 += if width == 2 { secs } else { 0.0 };
-            outputs.push(gang.output());
-        }
-        let same = outputs[0]
-            .iter()
-            .zip(&outputs[1])
-            .all(|(a, b)| a.to_bits() == b.to_bits());
-        assert!(same, "{}: width 2 differs from width 1", layer.name);
-        total_flops += flops;
-        println!(
-            "| {} | {} → {} | {:.3} | {} | {} | {:.1} | {:.0}% | {:.1} | {:.0}% | {:.2} | {:.1} | {} | {} | {} | {:.1} |",
-            layer.name,
-            shape_in,
-            shape_out,
             flops / 1e9,
-            algo.name(),
-            chunks,
-            gf[0],
-            100.0 * gf[0] / peak,
-            gf[1],
-            100.0 * gf[1] / (2.0 * peak),
-            gf[1] / gf[0],
-            direct,
-            pointwise,
-            shifted,
-            im2col,
-            mm
+            chosen.name(),
+            direct[0],
+            100.0 * direct[0] / peak,
+            direct[1],
+            100.0 * direct[1] / (2.0 * peak),
+            wino(0),
+            wino(1),
         );
     }
+    let n = percents.len() as f64;
     println!(
-        "\nAll {} layers: {:.2} GFLOP; width 1 {:.1} GFLOP/s, width 2 {:.1} GFLOP/s (sum of best times); width 2 output bit-identical to width 1 for every layer.",
-        shapes::VGG16.len() + shapes::RESNET50.len(),
-        total_flops / 1e9,
-        total_flops / total_w1 / 1e9,
-        total_flops / total_w2 / 1e9
+        "\n**Direct path, all {} layers at width 1: {:.1} GFLOP/s = {:.1}% of the peak** (total FLOPs over total time); mean of the per-layer percentages {:.1}%. Width 2: {:.1} GFLOP/s = {:.1}% of twice the peak.",
+        percents.len(),
+        flops_all / direct_w1,
+        100.0 * flops_all / direct_w1 / peak,
+        percents.iter().sum::<f64>() / n,
+        flops_all / direct_w2,
+        100.0 * flops_all / direct_w2 / (2.0 * peak),
     );
+    println!(
+        "With the algorithm each layer is built with: {:.1} effective GFLOP/s at width 1, {:.1} at width 2 ({:.2}× and {:.2}× the direct path). Every layer's width-2 output is bit-identical to width 1's.",
+        flops_all / chosen_w1,
+        flops_all / chosen_w2,
+        direct_w1 / chosen_w1,
+        direct_w2 / chosen_w2,
+    );
+
+    println!("\n## Fully connected layers (batch 1: memory-bound), GB/s of weights read\n");
+    println!(
+        "| layer | weights MB | w1 ms | w1 GB/s | % of 1-core read | % of 1-core copy | w2 ms | w2 GB/s | % of 2-core read | % of 2-core copy |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for fc in shapes::FC {
+        let weights: Vec<f32> = (0..fc.inputs * fc.outputs)
+            .map(|i| (i % 7) as f32 * 0.01)
+            .collect();
+        let layer = Linear::new(Shape::vector(fc.inputs), fc.outputs, weights, None, true)
+            .expect("table shapes are valid");
+        let bytes = (fc.inputs * fc.outputs * 4) as f64;
+        let layer: Arc<dyn Kernel> = Arc::new(layer);
+        let x: Vec<f32> = (0..fc.inputs).map(|i| (i % 5) as f32 * 0.1).collect();
+        let secs: Vec<f64> = [1, 2]
+            .into_iter()
+            .map(|w| {
+                let gang = Gang::new(layer.clone(), vec![x.clone()], w);
+                best_time(&mut || gang.run(&rt), 0.3)
+            })
+            .collect();
+        let gbs = |s: f64| bytes / s / 1e9;
+        println!(
+            "| {} | {:.1} | {:.2} | {:.1} | {:.0}% | {:.0}% | {:.2} | {:.1} | {:.0}% | {:.0}% |",
+            fc.name,
+            bytes / 1e6,
+            secs[0] * 1e3,
+            gbs(secs[0]),
+            100.0 * gbs(secs[0]) / bw1.read_gbs,
+            100.0 * gbs(secs[0]) / bw1.copy_gbs,
+            secs[1] * 1e3,
+            gbs(secs[1]),
+            100.0 * gbs(secs[1]) / bw2.read_gbs,
+            100.0 * gbs(secs[1]) / bw2.copy_gbs,
+        );
+    }
 }

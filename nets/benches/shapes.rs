@@ -74,3 +74,44 @@ pub(crate) const RESNET50: [ConvLayer; 23] = [
 pub(crate) fn all() -> impl Iterator<Item = &'static ConvLayer> {
     VGG16.iter().chain(RESNET50.iter())
 }
+
+/// A named fully connected layer: `inputs` features to `outputs`.
+pub(crate) struct FcLayer {
+    pub(crate) name: &'static str,
+    pub(crate) inputs: usize,
+    pub(crate) outputs: usize,
+}
+
+/// The fully connected layers of VGG16 and AlexNet (batch 1: matrix-vector products).
+pub(crate) const FC: [FcLayer; 6] = [
+    FcLayer {
+        name: "vgg.fc6",
+        inputs: 512 * 7 * 7,
+        outputs: 4096,
+    },
+    FcLayer {
+        name: "vgg.fc7",
+        inputs: 4096,
+        outputs: 4096,
+    },
+    FcLayer {
+        name: "vgg.fc8",
+        inputs: 4096,
+        outputs: 1000,
+    },
+    FcLayer {
+        name: "alexnet.fc6",
+        inputs: 256 * 6 * 6,
+        outputs: 4096,
+    },
+    FcLayer {
+        name: "alexnet.fc7",
+        inputs: 4096,
+        outputs: 4096,
+    },
+    FcLayer {
+        name: "alexnet.fc8",
+        inputs: 4096,
+        outputs: 1000,
+    },
+];

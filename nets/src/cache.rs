@@ -30,19 +30,29 @@ pub struct CacheSizes {
 }
 
 impl CacheSizes {
-    /// This machine's, read once.
+    /// This machine's, read once (the defaults under Miri, which isolates the file system).
     pub fn get() -> CacheSizes {
         static SIZES: OnceLock<CacheSizes> = OnceLock::new();
-        *SIZES.get_or_init(|| CacheSizes::from_sysfs("/sys/devices/system/cpu/cpu0/cache"))
+        *SIZES.get_or_init(|| {
+            if cfg!(miri) {
+                CacheSizes::DEFAULT
+            } else {
+                CacheSizes::from_sysfs("/sys/devices/system/cpu/cpu0/cache")
+            }
+        })
     }
 
-    /// The sizes a sysfs `cache` folder describes, defaults for what it lacks.
+    /// What [`CacheSizes::from_sysfs`] assumes for a size sysfs does not give.
+    pub const DEFAULT: CacheSizes = CacheSizes {
+        l1d: 32 << 10,
+        l2: 512 << 10,
+        l3: 8 << 20,
+    };
+
+    /// The sizes a sysfs `cache` folder describes, [`CacheSizes::DEFAULT`] for what it
+    /// lacks.
     pub fn from_sysfs(dir: impl AsRef<std::path::Path>) -> CacheSizes {
-        let mut sizes = CacheSizes {
-            l1d: 32 << 10,
-            l2: 512 << 10,
-            l3: 8 << 20,
-        };
+        let mut sizes = CacheSizes::DEFAULT;
         let Ok(entries) = std::fs::read_dir(dir) else {
             return sizes;
         };

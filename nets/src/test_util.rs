@@ -7,10 +7,12 @@ use proptest::test_runner::{Config, RngSeed};
 
 use crate::kernel::{Kernel, Scratch};
 
-/// Proptest configuration: a fixed seed (reproducible runs), no regression files.
+/// Proptest configuration: a fixed seed (reproducible runs), no regression files; under
+/// Miri (`cargo +nightly miri test -p taopipe-nets`) a handful of cases, since every one is
+/// interpreted.
 pub(crate) fn proptest_config(cases: u32) -> Config {
     Config {
-        cases,
+        cases: if cfg!(miri) { cases.min(3) } else { cases },
         rng_seed: RngSeed::Fixed(0x7a0_919e),
         failure_persistence: None,
         ..Config::default()
