@@ -7,12 +7,16 @@
 //! - **`kc`** (the reduction block): one packed micro-panel of activations (`kc × NR`
 //!   floats) takes half of L1d, so it stays there while the weight micro-panels stream
 //!   past it; clamped to 64..=512.
-//! - **`mc`** (output channels per block): a block of packed weights (`mc × kc`) takes
-//!   half of L2, so it is reused from L2 across every activation panel of a column block;
-//!   a multiple of `MR`.
-//! - **`column block`** (pixels packed at once): the packed activations of one block (all
-//!   of `C·kh·kw` rows) take about half of L2, so the `kc` slice a weight block meets is
-//!   close by; a multiple of `NR`.
+//! - **`mc`** (output channels per block): a block of packed weights (`mc × kc`) takes a
+//!   quarter of L2, so it is reused from L2 across every activation panel of a column
+//!   block, with room left for the `kc` slice of those panels and the output tiles; a
+//!   multiple of `MR`.
+//! - **`column block`** (pixels packed at once): one `kc` slice of a block's packed
+//!   activations takes half of L2, so each slice a weight block meets stays in L2 while
+//!   every weight block passes over it. The whole block (all `C·kh·kw` rows) may be larger
+//!   and sit in L3. Sizing by the slice, not the whole reduction, keeps blocks wide for
+//!   deep layers: sized by the whole 3×3×512 reduction, VGG16's `conv5` blocks were one
+//!   panel wide and streamed all 9.4 MB of weights from L3 for every 16 pixels.
 
 use std::sync::OnceLock;
 
@@ -102,7 +106,7 @@ impl Blocking {
     /// The blocking for `kernels` on a machine with `caches`.
     pub fn new(kernels: &Kernels, caches: CacheSizes) -> Blocking {
         let kc = (caches.l1d / 2 / (kernels.nr * 4)).clamp(64, 512) / 8 * 8;
-        let mc = (caches.l2 / 2 / (kc * 4)).max(kernels.mr) / kernels.mr * kernels.mr;
+        let mc = (caches.l2 / 4 / (kc * 4)).max(kernels.mr) / kernels.mr * kernels.mr;
         Blocking {
             kc,
             mc,
@@ -111,9 +115,9 @@ impl Blocking {
     }
 
     /// Columns per packed block for a reduction of `kdim` rows: a multiple of `nr`, at
-    /// least one panel.
+    /// least one panel (module docs).
     pub fn columns(&self, kdim: usize, nr: usize) -> usize {
-        (self.column_bytes / (kdim.max(1) * 4) / nr).max(1) * nr
+        (self.column_bytes / (kdim.clamp(1, self.kc) * 4) / nr).max(1) * nr
     }
 }
 
@@ -163,9 +167,11 @@ mod tests {
         };
         let b = Blocking::new(k, caches);
         assert!(b.kc * k.nr * 4 <= caches.l1d / 2);
-        assert!(b.mc * b.kc * 4 <= caches.l2 / 2 && b.mc % k.mr == 0);
+        assert!(b.mc * b.kc * 4 <= caches.l2 / 4 && b.mc % k.mr == 0);
         let cols = b.columns(576, k.nr);
-        assert!(cols % k.nr == 0 && cols * 576 * 4 <= caches.l2 / 2);
-        assert_eq!(b.columns(1 << 30, k.nr), k.nr);
+        assert!(cols % k.nr == 0 && cols * b.kc * 4 <= caches.l2 / 2);
+        // Deep reductions keep wide blocks: their `kc` slices are what must fit.
+        assert_eq!(b.columns(1 << 30, k.nr), cols);
+        assert!(b.columns(27, k.nr) > cols);
     }
 }
