@@ -54,7 +54,7 @@ pub use crate::pipeline::{Pipeline, PipelineError, PipelineStats, Stage, StageSt
 pub use crate::place::Place;
 pub use crate::pool::{BuildError, DEFAULT_IDLE_SPIN, Runtime, RuntimeBuilder};
 pub use crate::ptt::{EMA_WEIGHT, Objective, PlacePolicy, TraceEntry, TraceRow, TraceSnapshot};
-pub use crate::shared::{ClaimError, ReadGuard, SharedSlice, WriteGuard};
+pub use crate::shared::{ClaimError, ReadGuard, Rect, RectGuard, SharedSlice, WriteGuard};
 pub use crate::stats::{Stats, TaskTypeStats, WorkerStats};
 pub use crate::task::{Placement, Task, TaskCtx, split_range};
 pub use crate::topology::{Cluster, CoreKind, Cpu, Topology, TopologyError};

@@ -5,12 +5,20 @@
 //! time, from a body that is `Fn(&TaskCtx)` and so only sees shared references. Copying
 //! every rank's part into place afterwards would double the memory traffic of cheap
 //! layers; locking the whole buffer would serialise the ranks. `SharedSlice` hands out
-//! `&mut` access to *disjoint ranges* instead, and checks at run time what the type
+//! `&mut` access to *disjoint parts* instead, and checks at run time what the type
 //! system cannot see here: a write claim never overlaps another live claim, and a read of
-//! the whole buffer never overlaps a write. A conflict is an error naming both ranges —
+//! the whole buffer never overlaps a write. A conflict is an error naming both claims —
 //! it means two tasks that touch the buffer were not ordered by the graph.
 //!
-//! This is the crate's one `unsafe` module: it turns the claimed ranges into slices.
+//! A claim is a contiguous range ([`SharedSlice::write`]) or a [`Rect`] of rows
+//! ([`SharedSlice::write_rect`]): a conv layer's rank writes a tile of output channels ×
+//! pixels of a row-major output, which is not one range. Claims live in one short list
+//! under one lock: a gang holds a few at a time, so a linear scan beats any index, and a
+//! claim costs one uncontended lock and no allocation once the list has grown. When two
+//! rects overlap is `rect.rs`'s business (exact for one stride, conservative across
+//! strides).
+//!
+//! This is the crate's one `unsafe` module: it turns claimed ranges and rows into slices.
 //! Its tests run under Miri (`cargo +nightly miri test -p taopipe-runtime shared`).
 //!
 //! # Examples
@@ -38,44 +46,61 @@ use std::ops::{Deref, DerefMut, Range};
 
 use parking_lot::Mutex;
 
-/// Why a claim on a [`SharedSlice`] was refused.
+mod rect;
+
+pub use rect::Rect;
+
+/// Why a claim on a [`SharedSlice`] was refused. Each variant names the claim asked for
+/// (a range claim shows as the one-row rect `start..end`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClaimError {
-    /// The range does not fit the buffer.
-    #[error("range {start}..{end} is out of bounds for a buffer of {len}", start = range.start, end = range.end)]
-    OutOfBounds {
+    /// A range that ends before it starts.
+    #[error("range {start}..{end} ends before it starts", start = range.start, end = range.end)]
+    Backwards {
         /// The range asked for.
         range: Range<usize>,
+    },
+    /// A multi-row rect with more columns than its row stride: its rows would overlap.
+    #[error("rect {rect} has {cols} columns but rows only {ld} apart, so its rows overlap", cols = rect.cols, ld = rect.ld)]
+    RowsCollide {
+        /// The rect asked for.
+        rect: Rect,
+    },
+    /// The claim does not fit the buffer.
+    #[error("{rect} is out of bounds for a buffer of {len}")]
+    OutOfBounds {
+        /// The claim asked for.
+        rect: Rect,
         /// The buffer's length.
         len: usize,
     },
-    /// Another write claim holds part of the range.
-    #[error("range {start}..{end} overlaps {hs}..{he}, which is being written", start = range.start, end = range.end, hs = held.start, he = held.end)]
+    /// Another write claim holds part of the claim.
+    #[error("{rect} overlaps {held}, which is being written")]
     Overlap {
-        /// The range asked for.
-        range: Range<usize>,
-        /// The overlapping range being written.
-        held: Range<usize>,
+        /// The claim asked for.
+        rect: Rect,
+        /// The overlapping claim being written.
+        held: Rect,
     },
     /// A write was asked for while the buffer is being read.
-    #[error("range {start}..{end} cannot be written: the buffer has {readers} reader(s)", start = range.start, end = range.end)]
+    #[error("{rect} cannot be written: the buffer has {readers} reader(s)")]
     BeingRead {
-        /// The range asked for.
-        range: Range<usize>,
+        /// The claim asked for.
+        rect: Rect,
         /// Live read guards.
         readers: usize,
     },
     /// A read was asked for while part of the buffer is being written.
-    #[error("the buffer cannot be read: {start}..{end} is being written", start = held.start, end = held.end)]
+    #[error("the buffer cannot be read: {held} is being written")]
     BeingWritten {
-        /// A range being written.
-        held: Range<usize>,
+        /// A claim being written.
+        held: Rect,
     },
 }
 
 #[derive(Default)]
 struct Claims {
-    writes: Vec<Range<usize>>,
+    writes: Vec<Rect>,
     readers: usize,
 }
 
@@ -116,38 +141,17 @@ impl<T> SharedSlice<T> {
     /// Claims `range` for writing until the guard drops.
     ///
     /// # Errors
-    /// If the range is out of bounds, overlaps a live write claim, or the buffer is being
-    /// read.
+    /// If the range is backwards or out of bounds, overlaps a live write claim, or the
+    /// buffer is being read.
     pub fn write(&self, range: Range<usize>) -> Result<WriteGuard<'_, T>, ClaimError> {
-        if range.start > range.end || range.end > self.len() {
-            return Err(ClaimError::OutOfBounds {
-                range,
-                len: self.len(),
-            });
+        if range.start > range.end {
+            return Err(ClaimError::Backwards { range });
         }
-        let mut claims = self.claims.lock();
-        if claims.readers > 0 {
-            return Err(ClaimError::BeingRead {
-                range,
-                readers: claims.readers,
-            });
-        }
-        let overlapping = claims
-            .writes
-            .iter()
-            .find(|held| held.start < range.end && range.start < held.end);
-        if let Some(held) = overlapping {
-            return Err(ClaimError::Overlap {
-                range,
-                held: held.clone(),
-            });
-        }
-        claims.writes.push(range.clone());
-        drop(claims);
-        // SAFETY: `range` is in bounds (checked above), and until the guard drops no other
-        // claim overlaps it and no reader exists (checked under the lock, and recorded in
-        // `claims` so later claims see it). `UnsafeCell<T>` has `T`'s layout, and the
-        // pointer comes from the whole `cells` slice, so it may address any element.
+        self.claim(Rect::row(range.start, range.len()))?;
+        // SAFETY: `claim` checked that the range is in bounds and recorded it: until the
+        // guard drops, no other claim overlaps it and no reader exists. `UnsafeCell<T>`
+        // has `T`'s layout, and the pointer comes from the whole `cells` slice, so it may
+        // address any element.
         let slice = unsafe {
             let base = UnsafeCell::raw_get(self.cells.as_ptr());
             std::slice::from_raw_parts_mut(base.add(range.start), range.len())
@@ -159,14 +163,74 @@ impl<T> SharedSlice<T> {
         })
     }
 
+    /// Claims the elements of `rect` for writing until the guard drops. The guard hands out
+    /// one row at a time ([`RectGuard::row_mut`]) or all rows at once
+    /// ([`RectGuard::rows_mut`]).
+    ///
+    /// Overlap with other claims is exact for rects of the same `ld` and against range
+    /// claims; two multi-row rects of different `ld` are compared by their bounding ranges
+    /// ([`Rect::span`]), so such a pair may be refused although it is disjoint.
+    ///
+    /// # Errors
+    /// If the rect's rows collide (`cols > ld` with several rows), it is out of bounds, it
+    /// overlaps a live write claim, or the buffer is being read.
+    ///
+    /// # Examples
+    /// ```
+    /// use taopipe_runtime::{Rect, SharedSlice};
+    /// // A 3 × 4 matrix; two ranks write the left and right halves of every row.
+    /// let m = SharedSlice::new(vec![0u8; 12]);
+    /// let mut left = m.write_rect(Rect::new(0, 4, 3, 2))?;
+    /// let mut right = m.write_rect(Rect::new(2, 4, 3, 2))?;
+    /// for (i, row) in left.rows_mut().enumerate() {
+    ///     row.fill(i as u8);
+    /// }
+    /// right.row_mut(1).fill(9);
+    /// assert!(m.write_rect(Rect::new(5, 4, 2, 2)).is_err()); // overlaps both
+    /// drop((left, right));
+    /// assert_eq!(&*m.read()?, &[0, 0, 0, 0, 1, 1, 9, 9, 2, 2, 0, 0]);
+    /// # Ok::<(), taopipe_runtime::ClaimError>(())
+    /// ```
+    pub fn write_rect(&self, rect: Rect) -> Result<RectGuard<'_, T>, ClaimError> {
+        self.claim(rect)?;
+        Ok(RectGuard { owner: self, rect })
+    }
+
+    /// Records a write claim after checking its shape, its bounds, readers and overlaps.
+    /// One short critical section: a scan of the live claims (a few per gang) and a push
+    /// into a vector that keeps its capacity, so steady-state claims do not allocate.
+    fn claim(&self, rect: Rect) -> Result<(), ClaimError> {
+        if rect.rows_collide() {
+            return Err(ClaimError::RowsCollide { rect });
+        }
+        if rect.checked_end().is_none_or(|end| end > self.len()) {
+            return Err(ClaimError::OutOfBounds {
+                rect,
+                len: self.len(),
+            });
+        }
+        let mut claims = self.claims.lock();
+        if claims.readers > 0 {
+            return Err(ClaimError::BeingRead {
+                rect,
+                readers: claims.readers,
+            });
+        }
+        if let Some(&held) = claims.writes.iter().find(|held| held.overlaps(&rect)) {
+            return Err(ClaimError::Overlap { rect, held });
+        }
+        claims.writes.push(rect);
+        Ok(())
+    }
+
     /// Reads the whole buffer until the guard drops.
     ///
     /// # Errors
     /// If part of the buffer is being written.
     pub fn read(&self) -> Result<ReadGuard<'_, T>, ClaimError> {
         let mut claims = self.claims.lock();
-        if let Some(held) = claims.writes.first() {
-            return Err(ClaimError::BeingWritten { held: held.clone() });
+        if let Some(&held) = claims.writes.first() {
+            return Err(ClaimError::BeingWritten { held });
         }
         claims.readers += 1;
         drop(claims);
@@ -197,9 +261,9 @@ impl<T> SharedSlice<T> {
             .collect()
     }
 
-    fn release_write(&self, range: &Range<usize>) {
+    fn release_write(&self, rect: Rect) {
         let mut claims = self.claims.lock();
-        if let Some(i) = claims.writes.iter().position(|r| r == range) {
+        if let Some(i) = claims.writes.iter().position(|&r| r == rect) {
             claims.writes.swap_remove(i);
         }
     }
@@ -256,7 +320,9 @@ impl<T> DerefMut for WriteGuard<'_, T> {
 
 impl<T> Drop for WriteGuard<'_, T> {
     fn drop(&mut self) {
-        self.owner.release_write(&self.range);
+        let range = &self.range;
+        self.owner
+            .release_write(Rect::row(range.start, range.len()));
     }
 }
 
@@ -264,6 +330,95 @@ impl<T: fmt::Debug> fmt::Debug for WriteGuard<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WriteGuard")
             .field("range", &self.range)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Mutable access to the rows of a claimed [`Rect`]; releases the claim when dropped (also
+/// on unwind).
+///
+/// Rows are handed out as slices borrowed from the guard: one at a time with
+/// [`RectGuard::row_mut`], or all of them, disjoint, with [`RectGuard::rows_mut`].
+pub struct RectGuard<'a, T> {
+    owner: &'a SharedSlice<T>,
+    rect: Rect,
+}
+
+impl<T> RectGuard<'_, T> {
+    /// The claimed rect.
+    pub fn rect(&self) -> Rect {
+        self.rect
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rect.rows
+    }
+
+    /// Elements per row.
+    pub fn cols(&self) -> usize {
+        self.rect.cols
+    }
+
+    /// Row `i` (`cols` elements).
+    ///
+    /// # Panics
+    /// If `i >= rows`, like indexing a slice out of bounds.
+    pub fn row_mut(&mut self, i: usize) -> &mut [T] {
+        assert!(
+            i < self.rect.rows,
+            "row {i} of a rect of {} rows ({})",
+            self.rect.rows,
+            self.rect
+        );
+        // SAFETY: row `i` lies in the claimed rect, which `&mut self` lends to one caller
+        // at a time.
+        unsafe { claimed_row(&self.owner.cells, self.rect, i) }
+    }
+
+    /// Every row, in order; the slices are disjoint and may be held together.
+    pub fn rows_mut(&mut self) -> impl ExactSizeIterator<Item = &mut [T]> + '_ {
+        let (cells, rect) = (&*self.owner.cells, self.rect);
+        // SAFETY: each row lies in the claimed rect, which `&mut self` lends to this
+        // iterator alone, and the iterator yields each row once; rows of one rect are
+        // disjoint (`claim` refuses a multi-row rect with `cols > ld`).
+        (0..rect.rows).map(move |i| unsafe { claimed_row(cells, rect, i) })
+    }
+}
+
+/// Row `i` of `rect` as a mutable slice.
+///
+/// # Safety
+/// `rect` must be a live claim on the buffer whose elements are `cells`, held by the
+/// caller, with `i < rect.rows`, and no other reference to the row may live as long as
+/// the returned slice.
+#[allow(
+    clippy::mut_from_ref,
+    reason = "the caller's claim, not the shared borrow, makes the row exclusive"
+)]
+unsafe fn claimed_row<T>(cells: &[UnsafeCell<T>], rect: Rect, i: usize) -> &mut [T] {
+    if rect.cols == 0 {
+        // The rows of an empty rect need not lie in the buffer: nothing to index.
+        return Default::default();
+    }
+    // Bounds-checked: a claim always fits, so this never panics, but a slip cannot escape.
+    let row = &cells[rect.row_range(i)];
+    // SAFETY: the caller holds the claim on these elements and lends them to no one else;
+    // `UnsafeCell<T>` has `T`'s layout, and writing through a pointer derived from a
+    // shared reference to `UnsafeCell`s is allowed.
+    unsafe { std::slice::from_raw_parts_mut(UnsafeCell::raw_get(row.as_ptr()), row.len()) }
+}
+
+impl<T> Drop for RectGuard<'_, T> {
+    fn drop(&mut self) {
+        self.owner.release_write(self.rect);
+    }
+}
+
+impl<T> fmt::Debug for RectGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RectGuard")
+            .field("rect", &self.rect)
             .finish_non_exhaustive()
     }
 }

@@ -24,8 +24,8 @@ fn overlapping_writes_are_refused_naming_both_ranges() {
     assert_eq!(
         err,
         ClaimError::Overlap {
-            range: 5..7,
-            held: 2..6
+            rect: Rect::row(5, 2),
+            held: Rect::row(2, 4)
         }
     );
     assert!(
@@ -43,7 +43,9 @@ fn reads_and_writes_exclude_each_other() {
     let w = buf.write(1..2).expect("write");
     assert_eq!(
         buf.read().expect_err("being written"),
-        ClaimError::BeingWritten { held: 1..2 }
+        ClaimError::BeingWritten {
+            held: Rect::row(1, 1)
+        }
     );
     drop(w);
     let r1 = buf.read().expect("read");
@@ -51,7 +53,7 @@ fn reads_and_writes_exclude_each_other() {
     assert_eq!(
         buf.write(0..1).expect_err("being read"),
         ClaimError::BeingRead {
-            range: 0..1,
+            rect: Rect::row(0, 1),
             readers: 2
         }
     );
@@ -65,13 +67,15 @@ fn bad_ranges_are_refused() {
     assert_eq!(
         buf.write(2..5).expect_err("past the end"),
         ClaimError::OutOfBounds {
-            range: 2..5,
+            rect: Rect::row(2, 3),
             len: 4
         }
     );
     #[allow(clippy::reversed_empty_ranges)]
     let backwards = 3..1;
-    assert!(buf.write(backwards).is_err());
+    let err = buf.write(backwards.clone()).expect_err("backwards");
+    assert_eq!(err, ClaimError::Backwards { range: backwards });
+    assert!(err.to_string().contains("3..1"), "{err}");
     // Empty ranges are fine and never overlap anything.
     let _all = buf.write(0..4).expect("all");
     assert!(buf.write(4..4).is_ok());
@@ -114,4 +118,360 @@ fn threads_write_disjoint_parts_concurrently() {
     });
     let expected: Vec<u64> = (0..64).map(|i| i * 3).collect();
     assert_eq!(&*buf.read().expect("done"), expected.as_slice());
+}
+
+/// A 4 × 6 matrix cut into four 2 × 3 tiles, all claimed at once, each written row by row.
+#[test]
+fn disjoint_tiles_coexist_and_their_rows_land_in_place() {
+    let m = SharedSlice::new(vec![0u8; 24]);
+    let tiles = [(0, 0), (0, 3), (2, 0), (2, 3)].map(|(r, c)| Rect::new(r * 6 + c, 6, 2, 3));
+    let mut guards: Vec<RectGuard<'_, u8>> = tiles
+        .iter()
+        .map(|&t| m.write_rect(t).expect("tiles are disjoint"))
+        .collect();
+    for (k, g) in guards.iter_mut().enumerate() {
+        assert_eq!((g.rows(), g.cols(), g.rect()), (2, 3, tiles[k]));
+        g.row_mut(0).fill(10 * k as u8 + 1);
+        g.row_mut(1).fill(10 * k as u8 + 2);
+    }
+    assert!(
+        m.read().is_err(),
+        "a read waits for every tile to be released"
+    );
+    drop(guards);
+    #[rustfmt::skip]
+    let expected = [
+        1, 1, 1, 11, 11, 11,
+        2, 2, 2, 12, 12, 12,
+        21, 21, 21, 31, 31, 31,
+        22, 22, 22, 32, 32, 32,
+    ];
+    assert_eq!(&*m.read().expect("released"), &expected);
+}
+
+/// `rows_mut` hands out every row at once; Miri checks that the slices do not alias.
+#[test]
+fn rows_of_one_rect_may_be_held_together() {
+    let m = SharedSlice::new(vec![0u32; 20]);
+    let mut g = m.write_rect(Rect::new(1, 5, 4, 3)).expect("fits");
+    let mut rows: Vec<&mut [u32]> = g.rows_mut().collect();
+    assert_eq!(rows.len(), 4);
+    for (i, row) in rows.iter_mut().enumerate() {
+        for (j, x) in row.iter_mut().enumerate() {
+            *x = (i * 10 + j) as u32 + 1;
+        }
+    }
+    rows[0][0] += rows[3][2]; // two rows borrowed at the same time
+    drop(g);
+    let out = m.into_vec();
+    assert_eq!(&out[0..5], &[0, 1 + 33, 2, 3, 0]);
+    assert_eq!(&out[16..20], &[31, 32, 33, 0]);
+}
+
+#[test]
+fn overlapping_rects_are_refused_naming_both() {
+    let m = SharedSlice::<u8>::zeroed(32);
+    let held = Rect::new(2, 8, 3, 3); // rows 0..3, columns 2..5
+    let _g = m.write_rect(held).expect("first");
+    let asked = Rect::new(8 + 4, 8, 2, 2); // rows 1..3, columns 4..6: meets column 4
+    let err = m.write_rect(asked).expect_err("overlap");
+    assert_eq!(err, ClaimError::Overlap { rect: asked, held });
+    let text = err.to_string();
+    assert!(
+        text.contains("2x2 at 12 (ld 8)") && text.contains("3x3 at 2 (ld 8)"),
+        "{text}"
+    );
+    // Beside it, below it, and in the same columns past its last row: all fine.
+    assert!(m.write_rect(Rect::new(5, 8, 3, 3)).is_ok());
+    assert!(m.write_rect(Rect::new(0, 8, 4, 2)).is_ok());
+    assert!(m.write_rect(Rect::new(24 + 2, 8, 1, 3)).is_ok());
+}
+
+/// Rows that run past their `ld`-wide line into the next one are compared element by
+/// element, not as columns of one line.
+#[test]
+fn rows_that_wrap_past_ld_are_checked_exactly() {
+    let m = SharedSlice::<u8>::zeroed(16);
+    let wrap = Rect::new(2, 4, 2, 3); // elements 2, 3, 4 and 6, 7, 8
+    let _g = m.write_rect(wrap).expect("first");
+    let _five = m
+        .write_rect(Rect::new(5, 4, 1, 1))
+        .expect("5 is between the rows");
+    let _late = m
+        .write_rect(Rect::new(9, 4, 2, 1))
+        .expect("9 and 13 are past it");
+    assert_eq!(
+        m.write_rect(Rect::new(0, 4, 3, 2))
+            .expect_err("0, 1, 4, 5, 8, 9"),
+        ClaimError::Overlap {
+            rect: Rect::new(0, 4, 3, 2),
+            held: wrap
+        }
+    );
+    assert!(m.write(4..5).is_err(), "4 is the wrapped end of row 0");
+}
+
+#[test]
+fn a_rect_whose_rows_collide_is_refused() {
+    let m = SharedSlice::<u8>::zeroed(32);
+    let bad = Rect::new(0, 4, 2, 5);
+    let err = m.write_rect(bad).expect_err("5 columns, rows 4 apart");
+    assert_eq!(err, ClaimError::RowsCollide { rect: bad });
+    assert!(err.to_string().contains("2x5 at 0 (ld 4)"), "{err}");
+    // One row has no second row to collide with: it is a plain range.
+    assert!(m.write_rect(Rect::new(0, 4, 1, 5)).is_ok());
+}
+
+#[test]
+fn out_of_bounds_rects_name_the_rect_and_the_length() {
+    let m = SharedSlice::<u8>::zeroed(11);
+    let past = Rect::new(0, 4, 3, 4); // ends at 12
+    let err = m.write_rect(past).expect_err("past the end");
+    assert_eq!(
+        err,
+        ClaimError::OutOfBounds {
+            rect: past,
+            len: 11
+        }
+    );
+    assert!(
+        err.to_string().contains("3x4 at 0 (ld 4)") && err.to_string().contains("11"),
+        "{err}"
+    );
+    let huge = Rect::new(1, usize::MAX / 2, 3, 1);
+    assert!(matches!(
+        m.write_rect(huge),
+        Err(ClaimError::OutOfBounds { .. })
+    ));
+    assert!(m.write_rect(Rect::new(0, 4, 3, 3)).is_ok(), "ends at 11");
+}
+
+/// A range is a rect of one row: ranges and rects exclude each other exactly, and only
+/// two multi-row rects of different strides fall back to their bounding ranges.
+#[test]
+fn ranges_and_rects_interoperate() {
+    let m = SharedSlice::<u8>::zeroed(40);
+    let _r = m.write(4..6).expect("range");
+    let _t = m
+        .write_rect(Rect::new(2, 4, 2, 2))
+        .expect("2, 3 and 6, 7 miss 4..6");
+    assert!(
+        m.write_rect(Rect::new(1, 4, 2, 1)).is_err(),
+        "1 is free, but 5 is in the range 4..6"
+    );
+    assert!(
+        m.write(0..1).is_ok() && m.write(8..9).is_ok(),
+        "around the claims"
+    );
+    let _a = m.write_rect(Rect::new(20, 4, 3, 1)).expect("20, 24, 28");
+    // 21, 26, 31 share no element with 20, 24, 28, but their spans meet: refused.
+    let other_ld = Rect::new(21, 5, 3, 1);
+    assert_eq!(
+        m.write_rect(other_ld)
+            .expect_err("conservative across strides"),
+        ClaimError::Overlap {
+            rect: other_ld,
+            held: Rect::new(20, 4, 3, 1)
+        }
+    );
+}
+
+#[test]
+fn empty_rects_never_conflict() {
+    let m = SharedSlice::<u8>::zeroed(8);
+    let _all = m.write(0..8).expect("all");
+    assert!(m.write_rect(Rect::new(3, 2, 0, 5)).is_ok());
+    assert!(m.write_rect(Rect::new(3, 2, 4, 0)).is_ok());
+    assert!(
+        m.write_rect(Rect::new(9, 2, 0, 1)).is_err(),
+        "still bounded"
+    );
+}
+
+#[test]
+fn a_panicking_rect_writer_releases_its_claim() {
+    let m = SharedSlice::<u8>::zeroed(8);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut g = m.write_rect(Rect::new(0, 4, 2, 2)).expect("write");
+        g.row_mut(1)[0] = 1;
+        panic!("kernel failed");
+    }));
+    assert!(result.is_err());
+    assert_eq!(
+        &*m.read().expect("released on unwind"),
+        &[0, 0, 0, 0, 1, 0, 0, 0]
+    );
+}
+
+#[test]
+#[should_panic(expected = "row 2 of a rect of 2 rows")]
+fn a_row_past_the_last_panics() {
+    let m = SharedSlice::<u8>::zeroed(8);
+    let mut g = m.write_rect(Rect::new(0, 4, 2, 2)).expect("write");
+    g.row_mut(2);
+}
+
+/// Threads writing the column blocks of a matrix at once: every row of every block is a
+/// separate slice (Miri checks the accesses for data races).
+#[test]
+fn threads_write_disjoint_tiles_concurrently() {
+    let (rows, ld) = (5, 12);
+    let m = Arc::new(SharedSlice::<u64>::zeroed(rows * ld));
+    let threads = if cfg!(miri) { 3 } else { 4 };
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let m = m.clone();
+            s.spawn(move || {
+                let cols = crate::task::split_range(ld, t, threads);
+                let mut tile = m
+                    .write_rect(Rect::new(cols.start, ld, rows, cols.len()))
+                    .expect("column blocks are disjoint");
+                for (i, row) in tile.rows_mut().enumerate() {
+                    for (x, j) in row.iter_mut().zip(cols.clone()) {
+                        *x = (i * ld + j) as u64;
+                    }
+                }
+            });
+        }
+    });
+    let expected: Vec<u64> = (0..(rows * ld) as u64).collect();
+    assert_eq!(&*m.read().expect("done"), expected.as_slice());
+}
+
+/// A claim in a property test: a range or a rect.
+#[derive(Debug, Clone)]
+enum Claim {
+    Range(Range<usize>),
+    Rect(Rect),
+}
+
+impl Claim {
+    fn rect(&self) -> Rect {
+        match self {
+            Claim::Range(r) => Rect::row(r.start, r.len()),
+            Claim::Rect(r) => *r,
+        }
+    }
+
+    /// The claim's elements, by brute force.
+    fn elements(&self) -> std::collections::BTreeSet<usize> {
+        let r = self.rect();
+        (0..r.rows)
+            .flat_map(|i| (0..r.cols).map(move |j| r.offset + i * r.ld + j))
+            .collect()
+    }
+}
+
+enum Held<'a> {
+    Range(WriteGuard<'a, u16>),
+    Rect(RectGuard<'a, u16>),
+}
+
+/// Claims each of `claims` in turn, keeping every accepted guard, and checks each answer
+/// against the model: a rect whose rows collide or that does not fit is refused; otherwise
+/// it is refused iff it conflicts with an accepted claim, where two claims conflict iff
+/// they share an element — or, for two multi-row rects of different `ld`, iff their spans
+/// meet. Accepted claims write their number into their elements, which must land exactly
+/// there.
+fn check_against_model(len: usize, claims: &[Claim]) {
+    let buf = SharedSlice::new(vec![0u16; len]);
+    let mut held = Vec::new();
+    let mut accepted: Vec<(usize, Claim)> = Vec::new();
+    let mut expected = vec![0u16; len];
+    for (k, claim) in claims.iter().enumerate() {
+        let rect = claim.rect();
+        let elements = claim.elements();
+        let conflict = accepted.iter().find(|(_, a)| {
+            let b = a.rect();
+            let strided = |r: &Rect| r.rows > 1 && !r.is_empty();
+            if strided(&rect) && strided(&b) && rect.ld != b.ld {
+                let (x, y) = (rect.span(), b.span());
+                x.start < y.end && y.start < x.end
+            } else {
+                !elements.is_disjoint(&a.elements())
+            }
+        });
+        let result = match claim {
+            Claim::Range(r) => buf.write(r.clone()).map(Held::Range),
+            Claim::Rect(r) => buf.write_rect(*r).map(Held::Rect),
+        };
+        let collide = rect.rows > 1 && rect.cols > rect.ld;
+        let fits = if rect.is_empty() {
+            rect.offset <= len
+        } else {
+            rect.offset + (rect.rows - 1) * rect.ld + rect.cols <= len
+        };
+        match (&result, collide, fits, conflict) {
+            (Err(ClaimError::RowsCollide { .. }), true, _, _) => {}
+            (Err(ClaimError::OutOfBounds { .. }), false, false, _) => {}
+            (Err(ClaimError::Overlap { held: h, .. }), false, true, Some(_)) => {
+                let h = *h;
+                assert!(
+                    accepted.iter().any(|(_, a)| a.rect() == h),
+                    "claim {k} ({rect}) blamed {h}, which is not held"
+                );
+            }
+            (Ok(_), false, true, None) => {}
+            (r, _, _, c) => panic!(
+                "claim {k} ({rect}): got {:?}, model says collide={collide} fits={fits} conflict={:?}",
+                r.as_ref().map(|_| ()),
+                c.map(|(i, a)| (i, a.rect()))
+            ),
+        }
+        if let Ok(mut guard) = result {
+            let id = k as u16 + 1;
+            match &mut guard {
+                Held::Range(g) => g.fill(id),
+                Held::Rect(g) => g.rows_mut().for_each(|row| row.fill(id)),
+            }
+            for &e in &elements {
+                expected[e] = id;
+            }
+            accepted.push((k, claim.clone()));
+            held.push(guard);
+        }
+    }
+    drop(held);
+    assert_eq!(&*buf.read().expect("all released"), expected.as_slice());
+}
+
+fn rect_in(len: usize, ld: usize) -> impl Strategy<Value = Rect> {
+    (0..len + 2, 0..5usize, 0..=ld + 1)
+        .prop_map(move |(offset, rows, cols)| Rect::new(offset, ld, rows, cols))
+}
+
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Random rects of one stride: accepted iff disjoint from every accepted one.
+    #[test]
+    #[cfg_attr(miri, ignore = "proptest is too slow under Miri")]
+    fn same_ld_rects_are_accepted_iff_disjoint(
+        (len, rects) in (1..7usize, 0..4usize).prop_flat_map(|(ld, extra)| {
+            let len = ld * 6 + extra;
+            (Just(len), prop::collection::vec(rect_in(len, ld), 1..9))
+        })
+    ) {
+        let claims: Vec<Claim> = rects.into_iter().map(Claim::Rect).collect();
+        check_against_model(len, &claims);
+    }
+
+    /// Ranges and rects of two strides mixed: exact where one stride decides, bounding
+    /// ranges across strides, and never two claims on one element.
+    #[test]
+    #[cfg_attr(miri, ignore = "proptest is too slow under Miri")]
+    fn mixed_claims_follow_the_model(
+        claims in prop::collection::vec(
+            prop_oneof![
+                (0..42usize, 0..12usize).prop_map(|(s, n)| Claim::Range(s..s + n)),
+                rect_in(40, 4).prop_map(Claim::Rect),
+                rect_in(40, 7).prop_map(Claim::Rect),
+            ],
+            1..10,
+        )
+    ) {
+        check_against_model(40, &claims);
+    }
 }
