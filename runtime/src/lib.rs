@@ -47,6 +47,11 @@ mod stats;
 mod task;
 mod topology;
 
+/// The examples of `runtime/README.md`, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
+
 pub use crate::cpulist::{format_cpu_list, parse_cpu_list};
 pub use crate::emulation::{EmulationError, EmulationSpec, PERFORMANCE, POWERSAVE, Target};
 pub use crate::error::RuntimeError;
