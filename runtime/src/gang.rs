@@ -33,6 +33,9 @@ pub(crate) struct GangSlot {
     pub(crate) barrier: GangBarrier,
 }
 
+// Every task of every graph has a slot: keep it to a few atomics.
+const _: () = assert!(std::mem::size_of::<GangSlot>() <= 24);
+
 impl GangSlot {
     /// Arms the slot for a gang of `width` ranks. The dispatcher calls it before queuing
     /// the gang; the assembly queues' locks publish it to the ranks. Nothing else touches

@@ -243,7 +243,8 @@ pub struct StageStats {
     pub place: Place,
     /// Frames it processed.
     pub frames: u64,
-    /// Total time of its graphs (submission to completion).
+    /// Total time of its runner calls (for a stage of [`Stage::new`]: building, submitting
+    /// and finishing its graphs).
     pub busy: Duration,
 }
 
