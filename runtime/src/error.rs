@@ -68,6 +68,26 @@ pub enum RuntimeError {
         /// Edges in the graph.
         edges: usize,
     },
+    /// A prepared graph was run while a run of it was still in flight.
+    #[error(
+        "the prepared graph of {tasks} task(s) starting with `{first_task}` is already running; a prepared graph runs once at a time"
+    )]
+    AlreadyRunning {
+        /// The type name of the graph's first task.
+        first_task: String,
+        /// Tasks in the graph.
+        tasks: usize,
+    },
+    /// A prepared graph was run on another runtime than the one that prepared it.
+    #[error(
+        "the prepared graph of {tasks} task(s) starting with `{first_task}` was prepared on another runtime; run it on that one"
+    )]
+    ForeignGraph {
+        /// The type name of the graph's first task.
+        first_task: String,
+        /// Tasks in the graph.
+        tasks: usize,
+    },
     /// A speed factor outside (0, 1].
     #[error("speed factor {0} is out of range: it must be in (0, 1]")]
     BadSpeed(f64),

@@ -1,63 +1,85 @@
-//! A gang: one dispatched instance of a moldable task, shared by the workers of its place.
+//! Gangs: one dispatched instance of a moldable task, run by every worker of its place.
+//!
+//! A gang's bookkeeping — ranks still running, the slowest rank's time, the barrier — lives
+//! in its graph, one [`GangSlot`] per task, instead of in an allocation per dispatch: a task
+//! is dispatched once per run, so its slot is free to re-arm when the task is dispatched
+//! again (the next run of a prepared graph), and a steady stream of runs allocates nothing.
+//! A slot is a few atomics (24 bytes), so graphs of a million tasks stay affordable. The
+//! assembly queues hold [`GangRef`]s: which graph, which task, which place.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
 
 use crossbeam_utils::Backoff;
 
 use crate::graph::GraphState;
 use crate::place::Place;
 
-/// One task instance queued on every worker of `place`.
-pub(crate) struct Gang {
+/// One gang queued on every worker of `place`: each of them runs `node` of `graph`.
+pub(crate) struct GangRef {
     pub(crate) graph: Arc<GraphState>,
     pub(crate) node: usize,
     pub(crate) place: Place,
+}
+
+/// The shared state of a task's gang, re-armed each time the task is dispatched.
+#[derive(Default)]
+pub(crate) struct GangSlot {
     /// Ranks that have not finished yet; the rank that brings it to zero completes the task.
-    pub(crate) remaining: AtomicUsize,
-    /// The slowest rank's time, emulated stall included: the task's time at this place.
-    pub(crate) slowest_ns: AtomicU64,
+    remaining: AtomicU32,
+    /// The slowest rank's time, emulated stall included: the task's time at its place.
+    slowest_ns: AtomicU64,
     pub(crate) barrier: GangBarrier,
 }
 
-impl Gang {
-    pub(crate) fn new(graph: Arc<GraphState>, node: usize, place: Place) -> Gang {
-        Gang {
-            graph,
-            node,
-            place,
-            remaining: AtomicUsize::new(place.width()),
-            slowest_ns: AtomicU64::new(0),
-            barrier: GangBarrier::new(place.width()),
+// Every task of every graph has a slot: keep it to a few atomics.
+const _: () = assert!(std::mem::size_of::<GangSlot>() <= 24);
+
+impl GangSlot {
+    /// Arms the slot for a gang of `width` ranks. The dispatcher calls it before queuing
+    /// the gang; the assembly queues' locks publish it to the ranks. Nothing else touches
+    /// the slot in between: the previous gang of this task (an earlier run) finished before
+    /// its run ended, and a task is dispatched once per run.
+    pub(crate) fn arm(&self, width: usize) {
+        self.remaining.store(width as u32, Ordering::Relaxed);
+        self.slowest_ns.store(0, Ordering::Relaxed);
+        self.barrier.reset();
+    }
+
+    /// A rank finished after `took`. Returns the gang's time (its slowest rank) to the last
+    /// rank, `None` to the others. A rank touches the slot no more after this.
+    pub(crate) fn rank_done(&self, took: Duration) -> Option<Duration> {
+        self.slowest_ns
+            .fetch_max(took.as_nanos() as u64, Ordering::AcqRel);
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            Some(Duration::from_nanos(
+                self.slowest_ns.load(Ordering::Acquire),
+            ))
+        } else {
+            None
         }
     }
 }
 
 /// A reusable sense-reversing barrier for the ranks of one gang. It spins, then yields:
-/// gang members run at the same time by construction, so waits are short.
+/// gang members run at the same time by construction, so waits are short. Its width comes
+/// from the caller (the gang's place), so one barrier serves whatever place the task gets.
+#[derive(Default)]
 pub(crate) struct GangBarrier {
-    width: usize,
-    arrived: AtomicUsize,
-    generation: AtomicUsize,
+    arrived: AtomicU32,
+    generation: AtomicU32,
     broken: AtomicBool,
 }
 
 impl GangBarrier {
-    pub(crate) fn new(width: usize) -> GangBarrier {
-        GangBarrier {
-            width,
-            arrived: AtomicUsize::new(0),
-            generation: AtomicUsize::new(0),
-            broken: AtomicBool::new(false),
-        }
-    }
-
-    pub(crate) fn wait(&self) {
-        if self.width <= 1 {
+    /// Waits until `width` ranks arrived.
+    pub(crate) fn wait(&self, width: usize) {
+        if width <= 1 {
             return;
         }
         let generation = self.generation.load(Ordering::Acquire);
-        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.width {
+        if self.arrived.fetch_add(1, Ordering::AcqRel) as usize + 1 == width {
             self.arrived.store(0, Ordering::Relaxed);
             self.generation.fetch_add(1, Ordering::Release);
             return;
@@ -78,5 +100,11 @@ impl GangBarrier {
     /// Called when a rank panicked: ranks waiting now, or later, give up instead of hanging.
     pub(crate) fn break_barrier(&self) {
         self.broken.store(true, Ordering::Release);
+    }
+
+    /// Forgets arrivals and a break of an earlier gang (one that failed midway).
+    fn reset(&self) {
+        self.arrived.store(0, Ordering::Relaxed);
+        self.broken.store(false, Ordering::Relaxed);
     }
 }

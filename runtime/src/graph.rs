@@ -1,4 +1,12 @@
-//! Task graphs: tasks plus `make_edge` dependencies, and the shared state of one run.
+//! Task graphs: tasks plus `make_edge` dependencies, and the shared state of a run.
+//!
+//! The run state ([`GraphState`]) is built once per graph: dense successor lists, the
+//! roots, per-task pending counters and gang slots. A one-shot graph ([`Runtime::run`])
+//! uses it once and is freed by an idle worker; a prepared graph
+//! ([`Runtime::prepare`](crate::Runtime::prepare)) resets it between runs (see
+//! `prepared.rs` for when that is safe).
+//!
+//! [`Runtime::run`]: crate::Runtime::run
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -8,6 +16,7 @@ use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::RuntimeError;
+use crate::gang::GangSlot;
 use crate::ptt::Row;
 use crate::registry::Registry;
 use crate::task::Task;
@@ -139,6 +148,12 @@ pub(crate) struct GraphState {
     /// Successors of task `i`: `succ[succ_start[i]..succ_start[i + 1]]`.
     succ_start: Box<[u32]>,
     succ: Box<[u32]>,
+    /// Tasks without predecessors, found once: a run starts by queuing them.
+    roots: Box<[u32]>,
+    /// Per task: its gang's bookkeeping when it runs on more than its dispatcher.
+    gangs: Box<[GangSlot]>,
+    /// Number of sinks: `sinks_left` starts from it.
+    sinks: usize,
     /// Sinks (tasks without successors) not yet finished or cancelled. The graph is done
     /// when this reaches zero: every task reaches a sink, and a sink starts only after all
     /// its predecessors completed. Counting sinks instead of all tasks keeps most
@@ -148,8 +163,20 @@ pub(crate) struct GraphState {
     sinks_left: CachePadded<AtomicUsize>,
     /// Set once a task panicked: later tasks are skipped.
     failed: AtomicBool,
-    outcome: Mutex<Option<Result<(), RuntimeError>>>,
+    outcome: Mutex<Outcome>,
     done: Condvar,
+}
+
+/// How a run ended, behind the graph's lock.
+#[derive(Default)]
+struct Outcome {
+    /// The first failure, or `Ok` once the last sink finished without one.
+    result: Option<Result<(), RuntimeError>>,
+    /// Set, under the lock, by whoever ends the run (the last sink, or shutdown). A waiter
+    /// that sees it knows the setter has nothing left to do with this run's state but to
+    /// unlock — the counter `sinks_left` alone would not say that: the last sink's worker
+    /// decrements it before it takes the lock.
+    settled: bool,
 }
 
 impl GraphState {
@@ -191,6 +218,9 @@ impl GraphState {
         let sinks = (0..n)
             .filter(|&i| succ_start[i] == succ_start[i + 1])
             .count();
+        let roots = (0..n as u32)
+            .filter(|&i| indegree[i as usize] == 0)
+            .collect();
         let (key_of, keys) = resolve_keys(&tasks, &mut key);
         Ok(GraphState {
             tasks,
@@ -199,16 +229,52 @@ impl GraphState {
             pending: indegree.into_iter().map(AtomicU32::new).collect(),
             succ_start: succ_start.into(),
             succ: succ.into(),
+            roots,
+            gangs: (0..n).map(|_| GangSlot::default()).collect(),
+            sinks,
             sinks_left: CachePadded::new(AtomicUsize::new(sinks)),
             failed: AtomicBool::new(false),
-            outcome: Mutex::new(if n == 0 { Some(Ok(())) } else { None }),
+            outcome: Mutex::new(Outcome {
+                result: None,
+                settled: n == 0,
+            }),
             done: Condvar::new(),
         })
     }
 
     /// Tasks with no predecessor.
     pub(crate) fn roots(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.tasks.len()).filter(|&i| self.pending[i].load(Ordering::Relaxed) == 0)
+        self.roots.iter().map(|&r| r as usize)
+    }
+
+    /// Each task's predecessor count, as the pending counters hold them before a run.
+    pub(crate) fn in_degrees(&self) -> Box<[u32]> {
+        self.pending
+            .iter()
+            .map(|p| p.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Puts the run state back to how it was before the first run: pending counters from
+    /// `indegree`, every sink to do, no failure, no outcome. Gang slots re-arm at dispatch.
+    ///
+    /// Only for a settled run that no worker touches any more (`prepared.rs` says why a
+    /// settled run is one); the stores are published to the workers by queuing the roots.
+    pub(crate) fn reset(&self, indegree: &[u32]) {
+        for (pending, &d) in self.pending.iter().zip(indegree) {
+            pending.store(d, Ordering::Relaxed);
+        }
+        self.sinks_left.store(self.sinks, Ordering::Relaxed);
+        self.failed.store(false, Ordering::Relaxed);
+        *self.outcome.lock() = Outcome {
+            result: None,
+            settled: self.tasks.is_empty(),
+        };
+    }
+
+    /// The gang bookkeeping of `node`.
+    pub(crate) fn gang(&self, node: usize) -> &GangSlot {
+        &self.gangs[node]
     }
 
     /// The successors of `node`.
@@ -227,6 +293,16 @@ impl GraphState {
         &self.keys[self.key_of[node] as usize]
     }
 
+    /// The index of `node`'s key among the graph's distinct keys, `0..key_count()`.
+    pub(crate) fn key_index(&self, node: usize) -> usize {
+        self.key_of[node] as usize
+    }
+
+    /// Number of distinct (type, hint) keys.
+    pub(crate) fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+
     pub(crate) fn has_failed(&self) -> bool {
         self.failed.load(Ordering::Acquire)
     }
@@ -234,23 +310,22 @@ impl GraphState {
     /// Records the first failure; later tasks of the graph are cancelled.
     pub(crate) fn fail(&self, error: RuntimeError) {
         if !self.failed.swap(true, Ordering::AcqRel) {
-            let mut outcome = self.outcome.lock();
-            if outcome.is_none() {
-                *outcome = Some(Err(error));
-            }
+            self.outcome.lock().result.get_or_insert(Err(error));
         }
     }
 
     /// Counts `node` as finished; returns true when that finished the graph.
+    ///
+    /// For a sink that was not the last, and for every other task, this is the task's last
+    /// touch of the run state; the last sink's last touch is the unlock below.
     pub(crate) fn finish_one(&self, node: usize) -> bool {
         let sink = self.succ_start[node] == self.succ_start[node + 1];
         if !sink || self.sinks_left.fetch_sub(1, Ordering::AcqRel) != 1 {
             return false;
         }
         let mut outcome = self.outcome.lock();
-        if outcome.is_none() {
-            *outcome = Some(Ok(()));
-        }
+        outcome.result.get_or_insert(Ok(()));
+        outcome.settled = true;
         self.done.notify_all();
         true
     }
@@ -259,21 +334,32 @@ impl GraphState {
         self.sinks_left.load(Ordering::Acquire)
     }
 
-    /// Ends a graph the runtime will never finish (it shut down).
+    /// Ends a graph the runtime will never finish (it shut down). A failure recorded
+    /// before stays the graph's result.
     pub(crate) fn abandon(&self) {
         let unfinished_sinks = self.sinks_unfinished();
         if unfinished_sinks == 0 {
             return;
         }
         let mut outcome = self.outcome.lock();
-        if outcome.is_none() {
-            *outcome = Some(Err(RuntimeError::ShutDown { unfinished_sinks }));
-        }
+        outcome
+            .result
+            .get_or_insert(Err(RuntimeError::ShutDown { unfinished_sinks }));
+        outcome.settled = true;
         self.done.notify_all();
     }
 
-    fn is_settled(outcome: &Option<Result<(), RuntimeError>>, remaining: usize) -> bool {
-        matches!(outcome, Some(Err(RuntimeError::ShutDown { .. }))) || remaining == 0
+    /// Blocks until the run is settled and takes its result.
+    pub(crate) fn wait_settled(&self) -> Result<(), RuntimeError> {
+        let mut outcome = self.outcome.lock();
+        while !outcome.settled {
+            self.done.wait(&mut outcome);
+        }
+        outcome.result.take().unwrap_or(Ok(()))
+    }
+
+    fn is_settled(&self) -> bool {
+        self.outcome.lock().settled
     }
 }
 
@@ -346,14 +432,7 @@ impl GraphHandle {
     /// The finished graph (every task's closure) is freed by an idle worker, not here, so
     /// the caller gets its result without paying for the deallocation.
     pub fn wait(self) -> Result<(), RuntimeError> {
-        let result = {
-            let state = &self.state;
-            let mut outcome = state.outcome.lock();
-            while !GraphState::is_settled(&outcome, state.sinks_unfinished()) {
-                state.done.wait(&mut outcome);
-            }
-            outcome.take().unwrap_or(Ok(()))
-        };
+        let result = self.state.wait_settled();
         if let Some(registry) = self.registry.upgrade() {
             registry.retire(self.state);
         }
@@ -362,7 +441,7 @@ impl GraphHandle {
 
     /// Whether the graph has ended.
     pub fn is_done(&self) -> bool {
-        GraphState::is_settled(&self.state.outcome.lock(), self.state.sinks_unfinished())
+        self.state.is_settled()
     }
 }
 

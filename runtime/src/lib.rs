@@ -38,6 +38,7 @@ mod graph;
 mod pipeline;
 mod place;
 mod pool;
+mod prepared;
 mod ptt;
 mod registry;
 mod shared;
@@ -46,6 +47,11 @@ mod stats;
 mod task;
 mod topology;
 
+/// The examples of `runtime/README.md`, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
+
 pub use crate::cpulist::{format_cpu_list, parse_cpu_list};
 pub use crate::emulation::{EmulationError, EmulationSpec, PERFORMANCE, POWERSAVE, Target};
 pub use crate::error::RuntimeError;
@@ -53,6 +59,7 @@ pub use crate::graph::{GraphHandle, TaskGraph, TaskId};
 pub use crate::pipeline::{Pipeline, PipelineError, PipelineStats, Stage, StageStats, StopSignal};
 pub use crate::place::Place;
 pub use crate::pool::{BuildError, DEFAULT_IDLE_SPIN, Runtime, RuntimeBuilder};
+pub use crate::prepared::PreparedGraph;
 pub use crate::ptt::{EMA_WEIGHT, Objective, PlacePolicy, TraceEntry, TraceRow, TraceSnapshot};
 pub use crate::shared::{ClaimError, ReadGuard, Rect, RectGuard, SharedSlice, WriteGuard};
 pub use crate::stats::{Stats, TaskTypeStats, WorkerStats};

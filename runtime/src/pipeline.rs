@@ -1,15 +1,18 @@
 //! Pipelines: ordered stages, each a chain of moldable tasks on its own place, working on
 //! successive frames at once.
 //!
-//! A [`Stage`] turns a frame into a [`TaskGraph`] whose tasks run on the stage's place (the
-//! layers of a pipeline stage, each a moldable task). [`Pipeline::run`] streams frames through
-//! the stages:
+//! A [`Stage`] runs a frame's work on the stage's place: the layers of a pipeline stage,
+//! each a moldable task. Its work is a *runner* ([`Stage::runner`]), called once per frame:
+//! typically `rt.run_prepared(..)` of a graph the frame carries, prepared once, so the
+//! per-frame path neither builds a graph nor allocates. [`Stage::new`] is the simple form,
+//! a runner that builds a [`TaskGraph`] for each frame and runs it. [`Pipeline::run`]
+//! streams frames through the stages:
 //!
 //! - Each stage has a **driver**: a thread that takes the next frame from its input queue,
-//!   submits the stage's graph for it, sleeps until the graph finishes, and passes the frame
-//!   on. Drivers compute nothing — every task still runs on the runtime's workers, on the
-//!   stage's place — they only order the stage's frames, the way XiTAO launches one task-DAG
-//!   per stage. (A driver blocked on a graph costs no CPU: it parks.)
+//!   calls the stage's runner for it (which sleeps until the graph finishes), and passes the
+//!   frame on. Drivers compute nothing — every task still runs on the runtime's workers, on
+//!   the stage's place — they only order the stage's frames, the way XiTAO launches one
+//!   task-DAG per stage. (A driver blocked on a graph costs no CPU: it parks.)
 //! - Queues between stages are **bounded** ([`Pipeline::queue`] frames), so a fast stage
 //!   waits for a slow one instead of piling up frames.
 //! - Each stage takes frames first-in first-out, so **frames leave in the order they came**,
@@ -52,7 +55,6 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -63,27 +65,73 @@ use crate::graph::TaskGraph;
 use crate::place::Place;
 use crate::pool::Runtime;
 
-type Work<F> = dyn Fn(&F) -> TaskGraph + Send + Sync;
+mod queue;
 
-/// One stage: a name, a place, and the graph it runs for a frame (its tasks should run on
+use queue::{Queue, Receiver, Sender};
+
+type Runner<F> = dyn Fn(&Runtime, &F) -> Result<(), RuntimeError> + Send + Sync;
+
+/// One stage: a name, a place, and the work it runs for a frame (its tasks should run on
 /// the stage's place: use [`Stage::place`] when building them).
 pub struct Stage<F> {
     name: String,
     place: Place,
-    work: Arc<Work<F>>,
+    run: Arc<Runner<F>>,
 }
 
 impl<F> Stage<F> {
-    /// A stage running `work(frame)` on `place`.
+    /// A stage that builds `work(frame)` for each frame and runs it on the runtime.
     pub fn new(
         name: impl Into<String>,
         place: Place,
         work: impl Fn(&F) -> TaskGraph + Send + Sync + 'static,
     ) -> Stage<F> {
+        Stage::runner(name, place, move |rt: &Runtime, frame: &F| {
+            rt.run(work(frame))
+        })
+    }
+
+    /// A stage whose driver calls `run(rt, frame)` for each frame, in order; an error fails
+    /// the pipeline, naming the stage and the frame. A typical runner runs a graph prepared
+    /// once for the frame's buffers, so that frames cost no allocation:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use taopipe_runtime::{Pipeline, Place, PreparedGraph, Runtime, Stage, StopSignal, Task, TaskGraph};
+    ///
+    /// /// A frame: a buffer and, per stage, a graph prepared over it.
+    /// struct Frame { value: Arc<AtomicU64>, graphs: [PreparedGraph; 2] }
+    ///
+    /// let rt = Runtime::builder().workers(2).build()?;
+    /// let frame = |i: u64| -> Result<Arc<Frame>, Box<dyn std::error::Error>> {
+    ///     let value = Arc::new(AtomicU64::new(i));
+    ///     let (a, b) = (value.clone(), value.clone());
+    ///     let mut add = TaskGraph::new();
+    ///     add.add(Task::new("add", move |_| { a.fetch_add(1, Ordering::Relaxed); }).on(Place::new(0, 1)));
+    ///     let mut double = TaskGraph::new();
+    ///     double.add(Task::new("double", move |_| { b.fetch_add(b.load(Ordering::Relaxed), Ordering::Relaxed); }).on(Place::new(1, 1)));
+    ///     Ok(Arc::new(Frame { value, graphs: [rt.prepare(add)?, rt.prepare(double)?] }))
+    /// };
+    /// let stages = (0..2).map(|s| {
+    ///     Stage::runner(format!("s{s}"), Place::new(s, 1), move |rt: &Runtime, f: &Arc<Frame>| rt.run_prepared(&f.graphs[s]))
+    /// });
+    /// let pipeline = Pipeline::new(stages.collect())?;
+    /// let mut frames = vec![frame(1)?, frame(5)?].into_iter();
+    /// let mut out = Vec::new();
+    /// pipeline.run(&rt, &mut frames, |_, f| out.push(f.value.load(Ordering::Relaxed)), &StopSignal::new())?;
+    /// assert_eq!(out, [4, 12]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn runner(
+        name: impl Into<String>,
+        place: Place,
+        run: impl Fn(&Runtime, &F) -> Result<(), RuntimeError> + Send + Sync + 'static,
+    ) -> Stage<F> {
         Stage {
             name: name.into(),
             place,
-            work: Arc::new(work),
+            run: Arc::new(run),
         }
     }
 
@@ -103,7 +151,7 @@ impl<F> Clone for Stage<F> {
         Stage {
             name: self.name.clone(),
             place: self.place,
-            work: self.work.clone(),
+            run: self.run.clone(),
         }
     }
 }
@@ -195,7 +243,8 @@ pub struct StageStats {
     pub place: Place,
     /// Frames it processed.
     pub frames: u64,
-    /// Total time of its graphs (submission to completion).
+    /// Total time of its runner calls (for a stage of [`Stage::new`]: building, submitting
+    /// and finishing its graphs).
     pub busy: Duration,
 }
 
@@ -300,13 +349,14 @@ impl<F: Send> Pipeline<F> {
         let failure: Mutex<Option<PipelineError>> = Mutex::new(None);
         let halt = StopSignal::new(); // raised on failure: stop admitting
         let n = self.stages.len();
-        let mut senders = Vec::with_capacity(n + 1);
-        let mut receivers = Vec::with_capacity(n + 1);
-        for _ in 0..=n {
-            let (tx, rx) = sync_channel::<InFlight<F>>(self.queue);
-            senders.push(Some(tx));
-            receivers.push(Some(rx));
-        }
+        let queues: Vec<Queue<InFlight<F>>> = (0..=n).map(|_| Queue::new(self.queue)).collect();
+        let (mut senders, mut receivers): (Vec<_>, Vec<_>) = queues
+            .iter()
+            .map(|q| {
+                let (tx, rx) = q.ends();
+                (Some(tx), Some(rx))
+            })
+            .unzip();
         let mut busy = vec![(0u64, Duration::ZERO); n];
         let mut latency = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3)
             .expect("constant histogram bounds are valid");
@@ -367,7 +417,7 @@ impl<F: Send> Pipeline<F> {
 /// many it admitted.
 fn admit<F>(
     frames: &mut (dyn Iterator<Item = F> + Send),
-    tx: SyncSender<InFlight<F>>,
+    tx: Sender<'_, InFlight<F>>,
     stop: &StopSignal,
     halt: &StopSignal,
 ) -> u64 {
@@ -389,19 +439,19 @@ fn admit<F>(
     seq
 }
 
-/// One stage's driver: frames in order, one graph each. Returns (frames, busy time).
+/// One stage's driver: frames in order, one runner call each. Returns (frames, busy time).
 fn drive<F>(
     rt: &Runtime,
     stage: &Stage<F>,
-    rx: Receiver<InFlight<F>>,
-    tx: SyncSender<InFlight<F>>,
+    rx: Receiver<'_, InFlight<F>>,
+    tx: Sender<'_, InFlight<F>>,
     failure: &Mutex<Option<PipelineError>>,
     halt: &StopSignal,
 ) -> (u64, Duration) {
     let (mut frames, mut busy) = (0u64, Duration::ZERO);
     for flight in rx {
         let start = Instant::now();
-        let result = rt.run((stage.work)(&flight.frame));
+        let result = (stage.run)(rt, &flight.frame);
         busy += start.elapsed();
         frames += 1;
         if let Err(error) = result {

@@ -12,6 +12,7 @@ use crate::emulation::{EmulationError, EmulationSpec};
 use crate::error::RuntimeError;
 use crate::graph::{GraphHandle, TaskGraph};
 use crate::place::Place;
+use crate::prepared::PreparedGraph;
 use crate::ptt::{PlacePolicy, TraceSnapshot};
 use crate::registry::{Registry, WorkerThread};
 use crate::sleep::Sleep;
@@ -196,7 +197,7 @@ impl Runtime {
     pub fn submit(&self, graph: TaskGraph) -> Result<GraphHandle, RuntimeError> {
         let (tasks, edges) = graph.into_parts();
         self.registry.validate(&tasks)?;
-        let state = Arc::new(self.registry.prepare(tasks, edges)?);
+        let state = Arc::new(self.registry.build_state(tasks, edges)?);
         self.registry.inject(&state);
         Ok(GraphHandle {
             state,
@@ -215,6 +216,33 @@ impl Runtime {
     /// started are cancelled.
     pub fn run(&self, graph: TaskGraph) -> Result<(), RuntimeError> {
         self.submit(graph)?.wait()
+    }
+
+    /// Validates a graph and builds its run state once, for [`Runtime::run_prepared`] to run
+    /// it as often as needed: the per-frame path of a pipeline stage does no validation,
+    /// sorting or allocation.
+    ///
+    /// # Errors
+    /// As [`Runtime::submit`]: a placement the topology does not allow, or a cycle.
+    pub fn prepare(&self, graph: TaskGraph) -> Result<PreparedGraph, RuntimeError> {
+        let (tasks, edges) = graph.into_parts();
+        self.registry.validate(&tasks)?;
+        let state = self.registry.build_state(tasks, edges)?;
+        self.registry.reserve_stats(&state);
+        Ok(PreparedGraph::new(state, Arc::downgrade(&self.registry)))
+    }
+
+    /// Runs a prepared graph to completion, blocking like [`Runtime::run`]. After a run or
+    /// two have grown the queues and histograms, a graph whose tasks have fixed places
+    /// ([`Task::on`]) runs without a heap allocation. A run that failed leaves the graph
+    /// ready for the next.
+    ///
+    /// # Errors
+    /// The first panic of a task (as [`Runtime::run`]);
+    /// [`RuntimeError::AlreadyRunning`] if a run of this graph is still in flight (from
+    /// another thread); [`RuntimeError::ForeignGraph`] if another runtime prepared it.
+    pub fn run_prepared(&self, graph: &PreparedGraph) -> Result<(), RuntimeError> {
+        graph.run(&self.registry)
     }
 
     /// Fork-join: runs `body` once on every worker of `place`, each with its rank, and waits.

@@ -18,6 +18,12 @@
 //!
 //! The rank that finishes a task last records its time in the trace table and the stats
 //! and releases the successors onto its own ready deque.
+//!
+//! Nothing on this path allocates once the queues have grown: a gang is a [`GangRef`]
+//! (graph, task, place) whose bookkeeping lives in the graph's [`GangSlot`](crate::gang::GangSlot),
+//! the queue locks are held by recursion instead of in a vector of guards, and roots are
+//! listed once per graph. So a prepared graph runs again and again without touching the
+//! allocator.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -34,7 +40,7 @@ use rand::rngs::StdRng;
 
 use crate::emulation::Speeds;
 use crate::error::RuntimeError;
-use crate::gang::{Gang, GangBarrier};
+use crate::gang::{GangBarrier, GangRef};
 use crate::graph::{GraphState, Key, Retired};
 use crate::place::Place;
 use crate::ptt::{PlacePolicy, TraceTable};
@@ -54,7 +60,7 @@ pub(crate) struct TaskRef {
 
 #[derive(Default)]
 struct Assembly {
-    queue: VecDeque<Arc<Gang>>,
+    queue: VecDeque<GangRef>,
     /// Set by a worker that exits: no gang may be queued on it any more.
     closed: bool,
 }
@@ -159,7 +165,7 @@ impl Registry {
     }
 
     /// Builds the run state of a graph, resolving each task's trace-table row and stats id.
-    pub(crate) fn prepare(
+    pub(crate) fn build_state(
         &self,
         tasks: Vec<Task>,
         edges: Vec<(u32, u32)>,
@@ -170,24 +176,48 @@ impl Registry {
         })
     }
 
-    /// Queues the roots of a freshly submitted graph.
+    /// Creates ahead of time the stats histograms that the tasks of fixed places will
+    /// record into (their type's, on each worker of the place: the task's last rank
+    /// records), so that runs of a prepared graph never allocate one.
+    pub(crate) fn reserve_stats(&self, graph: &GraphState) {
+        let n = self.num_workers();
+        let mut seen = vec![false; graph.key_count() * n];
+        for (node, task) in graph.tasks.iter().enumerate() {
+            let Placement::Fixed(place) = task.placement else {
+                continue;
+            };
+            for w in place.workers() {
+                if !std::mem::replace(&mut seen[graph.key_index(node) * n + w], true) {
+                    self.stats.reserve(w, graph.key(node).kind_id);
+                }
+            }
+        }
+    }
+
+    /// Starts a freshly submitted graph, remembering it so that a shutdown can tell its
+    /// waiter (see [`Registry::abandon_live_graphs`]).
     pub(crate) fn inject(&self, graph: &Arc<GraphState>) {
         {
             let mut live = self.live.lock();
             live.retain(|g| g.strong_count() > 0);
             live.push(Arc::downgrade(graph));
         }
-        // Collect first: once one root runs, other nodes may reach zero pending.
-        let roots: Vec<usize> = graph.roots().collect();
+        self.start(graph);
+    }
+
+    /// Queues the roots of a graph whose run state is fresh (or freshly reset).
+    pub(crate) fn start(&self, graph: &Arc<GraphState>) {
         let mut injected = 0;
-        for &node in &roots {
+        for node in graph.roots() {
             // A root with a fixed place is already placed: queue it on its workers directly
             // (and wake exactly them) instead of letting any worker pick it up first.
             if let Placement::Fixed(place) = graph.tasks[node].placement {
-                self.enqueue_gang(
-                    Arc::new(Gang::new(graph.clone(), node, place)),
-                    NOT_A_WORKER,
-                );
+                let gang = GangRef {
+                    graph: graph.clone(),
+                    node,
+                    place,
+                };
+                self.enqueue_gang(gang, NOT_A_WORKER);
             } else {
                 self.injector.push(TaskRef {
                     graph: graph.clone(),
@@ -205,19 +235,14 @@ impl Registry {
         self.sleep.wake_some(&self.everyone, 1);
     }
 
-    /// Pushes a gang onto the assembly queue of every worker of its place, in ascending
-    /// worker order, and wakes them. Fails when a worker of the place has exited.
-    fn enqueue_gang(&self, gang: Arc<Gang>, dispatcher: usize) -> bool {
+    /// Arms the task's gang slot and pushes the gang onto the assembly queue of every
+    /// worker of its place, all queues locked together, and wakes them. Fails when a worker
+    /// of the place has exited.
+    fn enqueue_gang(&self, gang: GangRef, dispatcher: usize) -> bool {
+        gang.graph.gang(gang.node).arm(gang.place.width());
         let workers = gang.place.workers();
-        {
-            let mut guards: Vec<_> = workers.clone().map(|w| self.assembly[w].lock()).collect();
-            if guards.iter().any(|a| a.closed) {
-                return false;
-            }
-            for (guard, w) in guards.iter_mut().zip(workers.clone()) {
-                guard.queue.push_back(gang.clone());
-                self.assembly_len[w].fetch_add(1, Ordering::Release);
-            }
+        if !self.push_gang(workers.clone(), &gang) {
+            return false;
         }
         for w in workers.filter(|&w| w != dispatcher) {
             self.sleep.wake(w);
@@ -225,7 +250,29 @@ impl Registry {
         true
     }
 
-    fn pop_assembly(&self, worker: usize) -> Option<Arc<Gang>> {
+    /// Locks the assembly queue of the first of `workers`, recurses into the rest, and
+    /// pushes the gang once every deeper queue took it. So all the place's queues are held
+    /// at once, taken in ascending worker order (the order that keeps two gangs in the same
+    /// relative order on every worker they share, and lock acquisition free of cycles),
+    /// without a vector of guards; the depth is the place's width. Pushes nothing if a
+    /// queue is closed.
+    fn push_gang(&self, mut workers: std::ops::Range<usize>, gang: &GangRef) -> bool {
+        let Some(w) = workers.next() else {
+            return true;
+        };
+        let mut assembly = self.assembly[w].lock();
+        if assembly.closed || !self.push_gang(workers, gang) {
+            return false;
+        }
+        assembly.queue.push_back(GangRef {
+            graph: gang.graph.clone(),
+            ..*gang
+        });
+        self.assembly_len[w].fetch_add(1, Ordering::Release);
+        true
+    }
+
+    fn pop_assembly(&self, worker: usize) -> Option<GangRef> {
         if self.assembly_len[worker].load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -317,7 +364,7 @@ impl WorkerThread {
     pub(crate) fn main_loop(mut self) {
         loop {
             if let Some(gang) = self.registry.pop_assembly(self.index) {
-                self.run_rank(&gang);
+                self.run_rank(gang);
                 continue;
             }
             if self.registry.terminating() {
@@ -406,13 +453,14 @@ impl WorkerThread {
         }
         let place = self.resolve(&graph, node);
         if place.width() == 1 && place.leader() == self.index {
-            let took = self.run_part(&graph, node, place, &GangBarrier::new(1));
+            // A barrier of one rank returns at once: the slot's is never touched.
+            let took = self.run_part(&graph, node, place, &graph.gang(node).barrier);
             self.finish(graph, node, place, took);
             return;
         }
-        let gang = Arc::new(Gang::new(graph, node, place));
         // A refused gang means shutdown: its graph is abandoned once the workers exit.
-        self.registry.enqueue_gang(gang, self.index);
+        self.registry
+            .enqueue_gang(GangRef { graph, node, place }, self.index);
     }
 
     /// The place a ready task runs on (see [`Placement`]).
@@ -433,13 +481,12 @@ impl WorkerThread {
     }
 
     /// Runs this worker's rank of a gang; the last rank to finish completes the task.
-    fn run_rank(&mut self, gang: &Gang) {
-        let took = self.run_part(&gang.graph, gang.node, gang.place, &gang.barrier);
-        gang.slowest_ns
-            .fetch_max(took.as_nanos() as u64, Ordering::AcqRel);
-        if gang.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let slowest = Duration::from_nanos(gang.slowest_ns.load(Ordering::Acquire));
-            self.finish(gang.graph.clone(), gang.node, gang.place, slowest);
+    fn run_rank(&mut self, gang: GangRef) {
+        let GangRef { graph, node, place } = gang;
+        let slot = graph.gang(node);
+        let took = self.run_part(&graph, node, place, &slot.barrier);
+        if let Some(slowest) = slot.rank_done(took) {
+            self.finish(graph, node, place, slowest);
         }
     }
 

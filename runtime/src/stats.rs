@@ -59,6 +59,14 @@ pub(crate) struct StatsCollector {
     kinds: RwLock<(Vec<&'static str>, HashMap<&'static str, usize>)>,
 }
 
+/// The histogram for `kind_id` in one worker's list, created if missing.
+fn histogram(histograms: &mut Histograms, kind_id: usize) -> &mut Histogram<u64> {
+    if histograms.len() <= kind_id {
+        histograms.resize_with(kind_id + 1, || None);
+    }
+    histograms[kind_id].get_or_insert_with(new_histogram)
+}
+
 /// Durations from 1 ns to one hour at 3 significant digits.
 fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
@@ -105,13 +113,15 @@ impl StatsCollector {
 
     /// A task of type `kind_id` finished; `took` is its slowest rank.
     pub(crate) fn record_task(&self, worker: usize, kind_id: usize, took: Duration) {
-        let mut h = self.histograms[worker].lock();
-        if h.len() <= kind_id {
-            h.resize_with(kind_id + 1, || None);
-        }
-        h[kind_id]
-            .get_or_insert_with(new_histogram)
+        histogram(&mut self.histograms[worker].lock(), kind_id)
             .saturating_record(took.as_nanos().max(1) as u64);
+    }
+
+    /// Creates the histogram `worker` records tasks of `kind_id` into, if it has none yet:
+    /// a histogram is a few hundred kilobytes, so they are made on first use — or ahead of
+    /// time, for a prepared graph whose runs must not allocate.
+    pub(crate) fn reserve(&self, worker: usize, kind_id: usize) {
+        histogram(&mut self.histograms[worker].lock(), kind_id);
     }
 
     pub(crate) fn record_steal(&self, worker: usize) {
@@ -126,10 +136,12 @@ impl StatsCollector {
         self.pinned[worker].store(pinned, Ordering::Relaxed);
     }
 
+    /// Zeroes the histograms (keeping them: a prepared graph's next run must not have to
+    /// allocate them again) and takes a new baseline of the counters.
     pub(crate) fn reset(&self) {
         let mut baseline = self.baseline.lock();
         for h in self.histograms.iter() {
-            h.lock().clear();
+            h.lock().iter_mut().flatten().for_each(Histogram::reset);
         }
         baseline.counters = self.counters.iter().map(|c| c.read()).collect();
         baseline.since = Instant::now();
@@ -166,7 +178,9 @@ impl StatsCollector {
         let mut merged: HashMap<&'static str, Histogram<u64>> = HashMap::new();
         for h in self.histograms.iter() {
             for (id, hist) in h.lock().iter().enumerate() {
-                let Some(hist) = hist else { continue };
+                let Some(hist) = hist.as_ref().filter(|h| !h.is_empty()) else {
+                    continue;
+                };
                 let into = merged.entry(names[id]).or_insert_with(new_histogram);
                 // Same bounds on both sides, so adding cannot fail.
                 let _ = into.add(hist);

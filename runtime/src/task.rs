@@ -160,7 +160,7 @@ impl TaskCtx<'_> {
     /// gangs cannot deadlock. If another rank panicked, this panics too, cancelling the
     /// task instead of hanging.
     pub fn barrier(&self) {
-        self.barrier.wait();
+        self.barrier.wait(self.width());
     }
 }
 

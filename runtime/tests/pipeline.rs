@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use taopipe_runtime::{
-    Pipeline, PipelineError, Place, Runtime, Stage, StopSignal, Task, TaskGraph,
+    Pipeline, PipelineError, Place, PreparedGraph, Runtime, Stage, StopSignal, Task, TaskGraph,
 };
 
 /// A frame: its id and the stages it went through, in order.
@@ -261,4 +261,79 @@ fn bad_pipelines_are_refused() {
         .expect("ok")
         .with_queue(0);
     assert_eq!(zero.expect_err("zero"), PipelineError::ZeroQueue);
+}
+
+/// A frame that carries its own prepared graph per stage.
+struct Carried {
+    id: u64,
+    trail: Arc<Mutex<Vec<usize>>>,
+    graphs: Vec<PreparedGraph>,
+}
+
+/// Runner stages: each frame's own prepared graphs run in order, stage after stage, and a
+/// failing run is a pipeline error naming the stage and the frame.
+#[test]
+fn runner_stages_run_the_frames_prepared_graphs() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let places = [Place::new(0, 1), Place::new(1, 1)];
+    let carried = |id: u64| {
+        let trail = Arc::new(Mutex::new(Vec::new()));
+        let graphs = places
+            .iter()
+            .enumerate()
+            .map(|(s, &place)| {
+                let t = trail.clone();
+                let mut g = TaskGraph::new();
+                let a = g.add(
+                    Task::new("visit", move |_| {
+                        assert!(!(s == 1 && id == 13), "frame 13 is bad");
+                        t.lock().expect("lock").push(s);
+                    })
+                    .on(place),
+                );
+                let b = g.add(Task::new("spin", |_| common::spin_for(30)).on(place));
+                g.make_edge(a, b);
+                rt.prepare(g).expect("prepares")
+            })
+            .collect();
+        Arc::new(Carried { id, trail, graphs })
+    };
+    let stages = (0..2)
+        .map(|s| {
+            Stage::runner(
+                format!("s{s}"),
+                places[s],
+                move |rt: &Runtime, f: &Arc<Carried>| rt.run_prepared(&f.graphs[s]),
+            )
+        })
+        .collect();
+    let pipeline = Pipeline::new(stages).expect("pipeline");
+    let mut source = (0..40).map(carried);
+    let mut seen = Vec::new();
+    let result = pipeline.run(
+        &rt,
+        &mut source,
+        |seq, f| seen.push((seq, f)),
+        &StopSignal::new(),
+    );
+    match result {
+        Err(PipelineError::Stage {
+            stage,
+            frame,
+            error,
+        }) => {
+            assert_eq!((stage.as_str(), frame), ("s1", 13));
+            assert!(error.to_string().contains("frame 13 is bad"), "{error}");
+        }
+        other => panic!("expected a stage error, got {other:?}"),
+    }
+    assert_eq!(
+        seen.len(),
+        13,
+        "the frames ahead of the failed one are delivered"
+    );
+    for (i, (seq, f)) in seen.iter().enumerate() {
+        assert_eq!((*seq, f.id), (i as u64, i as u64));
+        assert_eq!(*f.trail.lock().expect("lock"), [0, 1], "frame {i}");
+    }
 }
