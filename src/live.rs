@@ -105,7 +105,8 @@ impl<'a> LiveMeasure<'a> {
         self
     }
 
-    /// The pipeline stages of a configuration of this model.
+    /// The pipeline stages of a configuration of this model: each runs its units of a frame
+    /// through a graph prepared for the frame's pooled buffers (`Model::run_stage`).
     pub fn stages(model: &Arc<Model>, config: &Configuration) -> Vec<Stage<Arc<Frame>>> {
         config
             .unit_ranges()
@@ -114,8 +115,8 @@ impl<'a> LiveMeasure<'a> {
             .enumerate()
             .map(|(i, (range, (leader, width)))| {
                 let (m, place) = (model.clone(), Place::new(leader, width));
-                Stage::new(format!("stage{i}"), place, move |f: &Arc<Frame>| {
-                    m.stage_graph(f, range.clone(), place)
+                Stage::runner(format!("stage{i}"), place, move |rt, f: &Arc<Frame>| {
+                    m.run_stage(rt, f, range.clone(), place)
                 })
             })
             .collect()
@@ -146,7 +147,7 @@ impl<'a> LiveMeasure<'a> {
         let mut source = (0..frames).map(move |_| {
             Arc::new(
                 model
-                    .frame(input.clone())
+                    .frame_from(&input)
                     .expect("the input length was checked"),
             )
         });

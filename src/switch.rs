@@ -5,7 +5,7 @@
 //!
 //! A net's units are cut into **runs** (ARM-CO-UP's sub-graphs: consecutive units on one
 //! device, e.g. the runs of a [`Mapping`] string). [`Switch::run`] takes one frame at a
-//! time and executes its runs in order, each as [`Model::stage_graph`] on its own place:
+//! time and executes its runs in order, each as [`Model::run_stage`] on its own place:
 //! nothing overlaps, so a frame's latency is the sum of its runs (plus the switches), and
 //! a run may put its units on whichever device suits them best. Pipeline mode is the
 //! runtime's [`Pipeline`](taopipe_runtime::Pipeline) with one stage per run
@@ -284,13 +284,14 @@ impl Switch {
             let admitted = Instant::now();
             for (i, (r, stats)) in self.runs.iter().zip(&mut runs).enumerate() {
                 speeds.rescale(&[(r.place, r.speed)])?;
-                let graph = self.model.stage_graph(&frame, r.units.clone(), r.place);
                 let t = Instant::now();
-                rt.run(graph).map_err(|source| SwitchError::Run {
-                    run: i,
-                    frame: seq,
-                    source,
-                })?;
+                self.model
+                    .run_stage(rt, &frame, r.units.clone(), r.place)
+                    .map_err(|source| SwitchError::Run {
+                        run: i,
+                        frame: seq,
+                        source,
+                    })?;
                 stats.busy += t.elapsed();
                 stats.frames += 1;
             }

@@ -147,7 +147,7 @@ pub(crate) fn frames(
     let model = model.clone();
     (0..count).map(move |i| {
         model
-            .frame(frame_input(model.input_len(), seed + i))
+            .frame_from(&frame_input(model.input_len(), seed + i))
             .expect("frame_input has the model's input length")
     })
 }

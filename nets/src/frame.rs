@@ -1,20 +1,31 @@
 //! A frame's buffers, and the pool that reuses them: after warm-up, a new frame takes the
 //! buffers of a finished one instead of allocating (and page-faulting in) tens of
-//! megabytes of activations.
+//! megabytes of activations. The buffers also keep the graphs prepared for them
+//! ([`Model::run`](crate::Model::run), [`Model::run_stage`](crate::Model::run_stage)): a
+//! graph's tasks hold the buffers they read and write, so a pooled set runs its graphs
+//! again as they are, and a frame allocates nothing once its set and graphs exist.
 //!
 //! A [`Frame`] returns its buffers to its model's pool when dropped. The pool keeps at most
 //! [`MAX_POOLED`] sets: a pipeline holds one frame per stage plus its queues, so a steady
 //! stream reuses the same few sets, and a burst does not pin memory forever.
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use taopipe_dsl::Source;
-use taopipe_runtime::SharedSlice;
+use taopipe_runtime::{Place, PreparedGraph, Runtime, RuntimeError, SharedSlice, TaskGraph};
 
 use crate::kernel::Workspace;
 
 /// Most buffer sets a pool keeps.
 pub const MAX_POOLED: usize = 16;
+
+/// Most prepared graphs one buffer set keeps (one per stage a set has run, per place and
+/// runtime; a pipeline reconfigured many times drops the oldest).
+pub const MAX_GRAPHS: usize = 8;
+
+/// What a prepared graph computes: layers on a place.
+type GraphKey = (Range<usize>, Place);
 
 /// The buffers of one frame: the input, one output per layer (aliases share one) and one
 /// [`Workspace`] per layer (allocated only if the layer's gang shares one).
@@ -23,12 +34,23 @@ pub(crate) struct Buffers {
     pub(crate) input: Arc<SharedSlice<f32>>,
     pub(crate) outputs: Vec<Arc<SharedSlice<f32>>>,
     pub(crate) workspaces: Vec<Arc<Workspace>>,
+    /// Graphs prepared for these buffers, oldest first.
+    pub(crate) graphs: Mutex<Vec<(GraphKey, Arc<PreparedGraph>)>>,
 }
 
 /// Buffer sets of finished frames.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct FramePool {
     free: Mutex<Vec<Buffers>>,
+}
+
+impl Default for FramePool {
+    /// Room for [`MAX_POOLED`] sets from the start, so returning one never reallocates.
+    fn default() -> FramePool {
+        FramePool {
+            free: Mutex::new(Vec::with_capacity(MAX_POOLED)),
+        }
+    }
 }
 
 impl FramePool {
@@ -105,6 +127,42 @@ impl Frame {
     /// Layer `index`'s output buffer.
     pub(crate) fn output_buffer(&self, index: usize) -> &Arc<SharedSlice<f32>> {
         &self.buffers().outputs[index]
+    }
+
+    /// The prepared graph of `layers` on `place` for these buffers on `rt`, prepared from
+    /// `graph()` the first time.
+    pub(crate) fn prepared(
+        &self,
+        rt: &Runtime,
+        layers: Range<usize>,
+        place: Place,
+        graph: impl FnOnce() -> TaskGraph,
+    ) -> Result<Arc<PreparedGraph>, RuntimeError> {
+        let key = (layers, place);
+        let mut graphs = self
+            .buffers()
+            .graphs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some((_, g)) = graphs.iter().find(|(k, g)| *k == key && rt.prepared(g)) {
+            return Ok(g.clone());
+        }
+        let prepared = Arc::new(rt.prepare(graph())?);
+        if graphs.len() >= MAX_GRAPHS {
+            graphs.remove(0);
+        }
+        graphs.push((key, prepared.clone()));
+        Ok(prepared)
+    }
+
+    /// Copies the last layer's output into `out`, without allocating.
+    ///
+    /// # Panics
+    /// If `out` is not the output's length, or a task of the frame is still writing it.
+    pub fn output_into(&self, out: &mut [f32]) {
+        let b = self.buffers();
+        let last = b.outputs.last().unwrap_or(&b.input);
+        out.copy_from_slice(&last.read().expect("the frame's graph has finished"));
     }
 
     /// Layer `index`'s workspace.

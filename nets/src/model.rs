@@ -23,12 +23,12 @@
 
 use std::cell::RefCell;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use taopipe_dsl::{Layer, LayerKind, NetSpec, Source};
 use taopipe_runtime::{Place, Runtime, RuntimeError, SharedSlice, Task, TaskGraph, TaskId};
 
-use crate::frame::{Buffers, Frame, FramePool};
+use crate::frame::{Buffers, Frame, FramePool, MAX_GRAPHS};
 use crate::weights::{Init, WeightError, Weights};
 use crate::{
     Add, Affine, BatchNorm, Conv2d, Conv2dParams, ConvAlgo, GlobalAvgPool, Isa, Kernel,
@@ -501,6 +501,7 @@ impl Model {
             input,
             outputs,
             workspaces,
+            graphs: Mutex::new(Vec::with_capacity(MAX_GRAPHS)),
         }
     }
 
@@ -580,9 +581,67 @@ impl Model {
         input: Vec<f32>,
         place: Place,
     ) -> Result<Vec<f32>, ModelError> {
-        let frame = self.frame(input)?;
-        rt.run(self.graph(&frame, |_| place))?;
+        let frame = self.frame_from(&input)?;
+        self.run(rt, &frame, place)?;
         Ok(frame.output())
+    }
+
+    /// Runs every layer of `frame` on `place`, through a graph prepared once per frame
+    /// buffers, place and runtime (see [`crate::frame`]): once the model's pool and the
+    /// frames' graphs are warm, a frame allocates nothing.
+    ///
+    /// # Errors
+    /// A task's panic; a place the runtime does not allow; `frame` already running.
+    ///
+    /// ```
+    /// use taopipe_nets::{Model, RandomWeights, zoo};
+    /// use taopipe_runtime::{Place, Runtime};
+    /// let model = Model::build(zoo::by_name("synth1").expect("zoo net")?, &RandomWeights { seed: 1 })?;
+    /// let rt = Runtime::builder().workers(2).build()?;
+    /// let x = vec![0.5; model.input_len()];
+    /// let mut y = vec![0.0; model.output_len()];
+    /// for _ in 0..3 {
+    ///     let frame = model.frame_from(&x)?;
+    ///     model.run(&rt, &frame, Place::new(0, 2))?;
+    ///     frame.output_into(&mut y);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn run(&self, rt: &Runtime, frame: &Frame, place: Place) -> Result<(), RuntimeError> {
+        self.run_layers(rt, frame, 0..self.steps.len(), place)
+    }
+
+    /// Runs the layers of pipeline units `units` of `frame` on `place` (a pipeline stage),
+    /// through a prepared graph as [`Model::run`]. Earlier units must have run.
+    ///
+    /// # Errors
+    /// As [`Model::run`].
+    pub fn run_stage(
+        &self,
+        rt: &Runtime,
+        frame: &Frame,
+        units: Range<usize>,
+        place: Place,
+    ) -> Result<(), RuntimeError> {
+        self.run_layers(rt, frame, self.unit_layers(units), place)
+    }
+
+    fn run_layers(
+        &self,
+        rt: &Runtime,
+        frame: &Frame,
+        layers: Range<usize>,
+        place: Place,
+    ) -> Result<(), RuntimeError> {
+        let graph = frame.prepared(rt, layers.clone(), place, || {
+            self.layers_graph(frame, layers.clone(), |_| place)
+        })?;
+        rt.run_prepared(&graph)
+    }
+
+    /// Values of one output frame.
+    pub fn output_len(&self) -> usize {
+        shape(self.spec.output()).len()
     }
 }
 

@@ -245,6 +245,12 @@ impl Runtime {
         graph.run(&self.registry)
     }
 
+    /// Whether this runtime prepared `graph` (a cache of prepared graphs keyed by what they
+    /// compute also needs to know which runtime they are for).
+    pub fn prepared(&self, graph: &PreparedGraph) -> bool {
+        graph.is_from(&self.registry)
+    }
+
     /// Fork-join: runs `body` once on every worker of `place`, each with its rank, and waits.
     pub fn run_on(
         &self,

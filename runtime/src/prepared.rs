@@ -113,9 +113,14 @@ impl PreparedGraph {
         self.state.tasks.is_empty()
     }
 
+    /// Whether `registry` prepared the graph (so it may run there).
+    pub(crate) fn is_from(&self, registry: &Arc<Registry>) -> bool {
+        std::ptr::eq(self.owner.as_ptr(), Arc::as_ptr(registry))
+    }
+
     /// Runs the graph to completion on `registry` (see the module docs).
     pub(crate) fn run(&self, registry: &Arc<Registry>) -> Result<(), RuntimeError> {
-        if !std::ptr::eq(self.owner.as_ptr(), Arc::as_ptr(registry)) {
+        if !self.is_from(registry) {
             let (first_task, tasks) = self.name();
             return Err(RuntimeError::ForeignGraph { first_task, tasks });
         }
