@@ -284,6 +284,7 @@ fn main() -> anyhow::Result<()> {
                 .context("pipeline mode has a configuration")?;
             let pipeline =
                 Pipeline::new(LiveMeasure::stages(&model, config))?.with_queue(cli.queue)?;
+            LiveMeasure::reserve(&rt, &model, config, &pipeline)?;
             let scales: Vec<(Place, f64)> = runs
                 .iter()
                 .map(|(_, p)| *p)

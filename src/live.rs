@@ -7,12 +7,13 @@
 //! or all stages together as a real **pipelined** stream of frames. Wrap it in
 //! [`taopipe_tuner::Robust`] for warm-up runs, repetitions and a median.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
 use taopipe_dsl::SpeedScaled;
 use taopipe_nets::{Frame, Model, ModelError};
-use taopipe_runtime::{Pipeline, Place, Runtime, Stage, StopSignal};
+use taopipe_runtime::{Pipeline, Place, Runtime, RuntimeError, Stage, StopSignal};
 use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes, contiguous_places};
 
 /// The speed-aware seed key for `rt` as it runs now (beyond the paper; see
@@ -108,18 +109,31 @@ impl<'a> LiveMeasure<'a> {
     /// The pipeline stages of a configuration of this model: each runs its units of a frame
     /// through a graph prepared for the frame's pooled buffers (`Model::run_stage`).
     pub fn stages(model: &Arc<Model>, config: &Configuration) -> Vec<Stage<Arc<Frame>>> {
-        config
-            .unit_ranges()
+        stage_units(config)
             .into_iter()
-            .zip(config.places())
             .enumerate()
-            .map(|(i, (range, (leader, width)))| {
-                let (m, place) = (model.clone(), Place::new(leader, width));
+            .map(|(i, (range, place))| {
+                let m = model.clone();
                 Stage::runner(format!("stage{i}"), place, move |rt, f: &Arc<Frame>| {
                     m.run_stage(rt, f, range.clone(), place)
                 })
             })
             .collect()
+    }
+
+    /// Fills the model's frame pool for `pipeline` (built from [`stages`](Self::stages) of
+    /// `config`): as many buffer sets as it can hold in flight, each with its stages'
+    /// graphs prepared, so no frame of the run allocates or prepares a graph.
+    ///
+    /// # Errors
+    /// A stage place outside `rt`.
+    pub fn reserve(
+        rt: &Runtime,
+        model: &Model,
+        config: &Configuration,
+        pipeline: &Pipeline<Arc<Frame>>,
+    ) -> Result<(), RuntimeError> {
+        model.reserve_frames(rt, pipeline.max_in_flight(), &stage_units(config))
     }
 
     fn isolated(&self, config: &Configuration) -> Result<Vec<f64>, MeasureError> {
@@ -143,6 +157,7 @@ impl<'a> LiveMeasure<'a> {
         };
         let pipeline =
             Pipeline::new(LiveMeasure::stages(&self.model, config)).map_err(|e| failed(&e))?;
+        LiveMeasure::reserve(self.rt, &self.model, config, &pipeline).map_err(|e| failed(&e))?;
         let (model, input) = (self.model.clone(), self.input.clone());
         let mut source = (0..frames).map(move |_| {
             Arc::new(
@@ -179,4 +194,14 @@ impl std::fmt::Debug for LiveMeasure<'_> {
             .field("mode", &self.mode)
             .finish_non_exhaustive()
     }
+}
+
+/// Each stage of `config`: its units and its place.
+fn stage_units(config: &Configuration) -> Vec<(Range<usize>, Place)> {
+    config
+        .unit_ranges()
+        .into_iter()
+        .zip(config.places())
+        .map(|(range, (leader, width))| (range, Place::new(leader, width)))
+        .collect()
 }

@@ -110,7 +110,7 @@ fn serve_answers_each_count_and_writes_the_same_output_as_a_plain_run() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let served = std::fs::read(&served).expect("served output");
-    assert!(!served.is_empty() && served.len() % 4 == 0);
+    assert!(!served.is_empty() && served.len().is_multiple_of(4));
     assert_eq!(served, std::fs::read(&plain).expect("plain output"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -235,6 +235,7 @@ pub(crate) fn stream(
     bar: &ProgressBar,
 ) -> anyhow::Result<PipelineStats> {
     let pipeline = Pipeline::new(LiveMeasure::stages(model, config))?;
+    LiveMeasure::reserve(rt, model, config, &pipeline)?;
     let mut source = super::frames(model, frames, seed).map(Arc::new);
     Ok(pipeline.run(rt, &mut source, |_, _| bar.inc(1), &StopSignal::new())?)
 }

@@ -75,7 +75,7 @@ pub fn fold_batchnorm(
 ) -> Result<(Vec<f32>, Vec<f32>), KernelError> {
     let k = bn.channels();
     let (scale, _) = bn.affine()?;
-    if k == 0 || weights.len() % k != 0 {
+    if k == 0 || !weights.len().is_multiple_of(k) {
         return Err(KernelError::BufferLen {
             what: "conv weights (not a multiple of the BN channels)",
             expected: k * (weights.len() / k.max(1)).max(1),

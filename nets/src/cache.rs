@@ -167,9 +167,9 @@ mod tests {
         };
         let b = Blocking::new(k, caches);
         assert!(b.kc * k.nr * 4 <= caches.l1d / 2);
-        assert!(b.mc * b.kc * 4 <= caches.l2 / 4 && b.mc % k.mr == 0);
+        assert!(b.mc * b.kc * 4 <= caches.l2 / 4 && b.mc.is_multiple_of(k.mr));
         let cols = b.columns(576, k.nr);
-        assert!(cols % k.nr == 0 && cols * b.kc * 4 <= caches.l2 / 2);
+        assert!(cols.is_multiple_of(k.nr) && cols * b.kc * 4 <= caches.l2 / 2);
         // Deep reductions keep wide blocks: their `kc` slices are what must fit.
         assert_eq!(b.columns(1 << 30, k.nr), cols);
         assert!(b.columns(27, k.nr) > cols);

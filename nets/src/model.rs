@@ -481,6 +481,50 @@ impl Model {
         self.pool.len()
     }
 
+    /// Fills the pool to `frames` buffer sets (at most
+    /// [`MAX_POOLED`](crate::frame::MAX_POOLED)) and prepares on each the graph of every
+    /// stage, given as (units, place) as for [`run_stage`](Model::run_stage). With `frames`
+    /// at least the pipeline's [`max_in_flight`](taopipe_runtime::Pipeline::max_in_flight),
+    /// no frame of the pipeline ever allocates, however the stages' timing falls.
+    ///
+    /// ```
+    /// # use taopipe_nets::{Model, RandomWeights, zoo};
+    /// # use taopipe_runtime::{Place, Runtime};
+    /// let spec = zoo::by_name("alexnet").unwrap().unwrap();
+    /// let model = Model::build(spec, &RandomWeights { seed: 1 })?;
+    /// let rt = Runtime::builder().workers(2).build()?;
+    /// let cut = model.spec().units().len() / 2;
+    /// let stages = [(0..cut, Place::new(0, 1)), (cut..model.spec().units().len(), Place::new(1, 1))];
+    /// model.reserve_frames(&rt, 4, &stages)?;
+    /// assert_eq!(model.pooled_frames(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A stage's graph that the runtime refuses (a place outside it).
+    pub fn reserve_frames(
+        &self,
+        rt: &Runtime,
+        frames: usize,
+        stages: &[(Range<usize>, Place)],
+    ) -> Result<(), RuntimeError> {
+        let held: Vec<Frame> = (0..frames.min(crate::frame::MAX_POOLED))
+            .map(|_| {
+                let buffers = self.pool.take().unwrap_or_else(|| self.buffers());
+                Frame::new(buffers, self.pool.clone())
+            })
+            .collect();
+        for frame in &held {
+            for (units, place) in stages {
+                let layers = self.unit_layers(units.clone());
+                frame.prepared(rt, layers.clone(), *place, || {
+                    self.layers_graph(frame, layers.clone(), |_| *place)
+                })?;
+            }
+        }
+        Ok(())
+    }
+
     /// New buffers for a frame: the input, one output per layer that runs a task (aliases
     /// share theirs), an empty workspace per layer.
     fn buffers(&self) -> Buffers {

@@ -329,6 +329,14 @@ impl<F: Send> Pipeline<F> {
         self.queue
     }
 
+    /// Most frames alive at once during [`run`](Pipeline::run): one the admitter holds
+    /// while it waits to enqueue, `queue` in each of the `stages + 1` queues, one per stage
+    /// at work and one in the sink. A frame pool this deep never runs dry.
+    pub fn max_in_flight(&self) -> usize {
+        let n = self.stages.len();
+        (n + 1) * self.queue + n + 2
+    }
+
     /// The stages.
     pub fn stages(&self) -> &[Stage<F>] {
         &self.stages

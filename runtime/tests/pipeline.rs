@@ -242,6 +242,58 @@ fn queues_are_bounded() {
     );
 }
 
+/// A frame that counts the frames alive and remembers the most at once.
+struct Live(Arc<(AtomicUsize, AtomicUsize)>);
+
+impl Live {
+    fn new(count: &Arc<(AtomicUsize, AtomicUsize)>) -> Live {
+        let now = count.0.fetch_add(1, Ordering::SeqCst) + 1;
+        count.1.fetch_max(now, Ordering::SeqCst);
+        Live(count.clone())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// With a slow sink every queue fills and every stage waits holding a frame: the frames
+/// alive reach `max_in_flight` and never pass it (frame pools are sized by it).
+#[test]
+fn max_in_flight_is_the_most_frames_alive() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let noop = |w| {
+        Stage::new(format!("s{w}"), Place::new(w, 1), move |_: &Live| {
+            let mut g = TaskGraph::new();
+            g.add(Task::new("noop", |_| {}).on(Place::new(w, 1)));
+            g
+        })
+    };
+    let pipeline = Pipeline::new(vec![noop(0), noop(1)])
+        .expect("pipeline")
+        .with_queue(3)
+        .expect("queue");
+    let count = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
+    let c = count.clone();
+    let mut source = (0..40).map(move |_| Live::new(&c));
+    pipeline
+        .run(
+            &rt,
+            &mut source,
+            |_, frame| {
+                std::thread::sleep(Duration::from_millis(10));
+                drop(frame);
+            },
+            &StopSignal::new(),
+        )
+        .expect("runs");
+    assert_eq!(pipeline.max_in_flight(), 3 * 3 + 2 + 2);
+    assert_eq!(count.0.load(Ordering::SeqCst), 0, "every frame was dropped");
+    assert_eq!(count.1.load(Ordering::SeqCst), pipeline.max_in_flight());
+}
+
 #[test]
 fn bad_pipelines_are_refused() {
     let overlap = Pipeline::new(vec![

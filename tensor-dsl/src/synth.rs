@@ -87,7 +87,7 @@ fn odd_divisor_near_sqrt(n: usize) -> usize {
     let mut best = 1;
     let mut d: usize = 1;
     while d.checked_mul(d).is_some_and(|dd| dd <= n) {
-        if n % d == 0 {
+        if n.is_multiple_of(d) {
             best = d;
         }
         d += 2;

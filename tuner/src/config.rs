@@ -629,20 +629,20 @@ impl Iterator for SpaceIter {
     fn next(&mut self) -> Option<Configuration> {
         loop {
             if let Some((comps, mappings, comp, idx)) = &mut self.current {
-                if let Some(c) = comp {
-                    if let Some(places) = mappings.get(*idx) {
-                        *idx += 1;
-                        let stages = c
-                            .iter()
-                            .zip(places)
-                            .map(|(&layers, &(leader, width))| StageConfig {
-                                layers,
-                                leader,
-                                width,
-                            })
-                            .collect();
-                        return Some(Configuration { stages });
-                    }
+                if let Some(c) = comp
+                    && let Some(places) = mappings.get(*idx)
+                {
+                    *idx += 1;
+                    let stages = c
+                        .iter()
+                        .zip(places)
+                        .map(|(&layers, &(leader, width))| StageConfig {
+                            layers,
+                            leader,
+                            width,
+                        })
+                        .collect();
+                    return Some(Configuration { stages });
                 }
                 *comp = comps.next();
                 *idx = 0;

@@ -62,11 +62,16 @@ impl Count {
     }
 
     /// What happened since `self`.
+    #[allow(dead_code)] // a test binary that compares counts it took uses `after` alone
     pub(crate) fn since(self) -> Count {
-        let now = Count::now();
+        Count::now().after(self)
+    }
+
+    /// What happened between `earlier` and `self`.
+    pub(crate) fn after(self, earlier: Count) -> Count {
         Count {
-            allocations: now.allocations - self.allocations,
-            frees: now.frees - self.frees,
+            allocations: self.allocations - earlier.allocations,
+            frees: self.frees - earlier.frees,
         }
     }
 }
