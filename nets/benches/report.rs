@@ -14,8 +14,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use taopipe_nets::cache::{Blocking, CacheSizes};
+use taopipe_nets::gemm::{PackedA, gemm, packed_b_len};
 use taopipe_nets::probe::{self, Bandwidth};
-use taopipe_nets::{ConvAlgo, Isa, Kernel, Linear, Shape};
+use taopipe_nets::{ConvAlgo, Isa, Kernel, Kernels, Linear, MatMut, Shape};
 use taopipe_runtime::{Place, Runtime};
 
 use crate::conv::build;
@@ -52,11 +54,11 @@ fn selected() -> bool {
 const BANDWIDTH_BYTES: usize = 256 << 20;
 
 /// The bandwidth of `width` cores at once (each its own buffers), summed.
-fn gang_bandwidth(rt: &Runtime, width: usize) -> Bandwidth {
+fn gang_bandwidth(rt: &Runtime, isa: Isa, width: usize) -> Bandwidth {
     let parts = Arc::new(Mutex::new(Vec::new()));
     let p = parts.clone();
     rt.run_on(Place::new(0, width), move |_| {
-        let bw = probe::bandwidth(BANDWIDTH_BYTES);
+        let bw = probe::bandwidth(isa, BANDWIDTH_BYTES);
         p.lock().expect("not poisoned").push(bw);
     })
     .expect("bandwidth gang runs");
@@ -81,8 +83,8 @@ pub(crate) fn run_if_selected() {
     let isa = Isa::current().expect("TAOPIPE_ISA names a path this CPU runs");
     let rt = Runtime::builder().workers(2).build().expect("runtime");
     let peak = probe::fma_peak(isa, 0.5);
-    let bw1 = probe::bandwidth(BANDWIDTH_BYTES);
-    let bw2 = gang_bandwidth(&rt, 2);
+    let bw1 = probe::bandwidth(isa, BANDWIDTH_BYTES);
+    let bw2 = gang_bandwidth(&rt, isa, 2);
     println!("\n## The machine, measured now\n");
     println!("- kernels: `{isa}` ({})", isa.kernels());
     println!(
@@ -183,6 +185,8 @@ pub(crate) fn run_if_selected() {
         direct_w2 / chosen_w2,
     );
 
+    tiles(isa, peak);
+
     println!("\n## Fully connected layers (batch 1: memory-bound), GB/s of weights read\n");
     println!(
         "| layer | weights MB | w1 ms | w1 GB/s | % of 1-core read | % of 1-core copy | w2 ms | w2 GB/s | % of 2-core read | % of 2-core copy |"
@@ -219,4 +223,59 @@ pub(crate) fn run_if_selected() {
             100.0 * gbs(secs[1]) / bw2.copy_gbs,
         );
     }
+}
+
+/// GEMM shapes (rows × pixels × reduction) of the conv layers that weigh most: VGG16's
+/// 3×3 convs at three resolutions, ResNet50's 1×1 convs, its 7×7 stage.
+const TILE_SHAPES: [(usize, usize, usize); 5] = [
+    (128, 12544, 576),
+    (512, 784, 2304),
+    (256, 3136, 64),
+    (1024, 196, 256),
+    (512, 49, 4608),
+];
+
+/// The GEMM alone (packed operands, bias + ReLU store), one core, for every tile shape
+/// built for `isa`: the measurement behind the tile each ISA's table uses (its first row).
+fn tiles(isa: Isa, peak: f64) {
+    println!("\n## GEMM tile shapes, one core, % of the measured peak\n");
+    let head: Vec<String> = TILE_SHAPES
+        .iter()
+        .map(|(m, n, k)| format!("{m}×{n}×{k}"))
+        .collect();
+    println!("| tile | {} | mean |", head.join(" | "));
+    println!("|---|{}---:|", "---:|".repeat(head.len()));
+    for kernels in Kernels::variants(isa) {
+        let percents: Vec<f64> = TILE_SHAPES
+            .iter()
+            .map(|&(m, n, k)| 100.0 * gemm_gflops(kernels, m, n, k) / peak)
+            .collect();
+        let cells: Vec<String> = percents.iter().map(|p| format!("{p:.0}%")).collect();
+        let mean = percents.iter().sum::<f64>() / percents.len() as f64;
+        println!("| {kernels} | {} | {mean:.0}% |", cells.join(" | "));
+    }
+}
+
+/// GFLOP/s of `C[m × n] = A · B` with `kernels`, operands packed beforehand.
+fn gemm_gflops(kernels: &Kernels, m: usize, n: usize, k: usize) -> f64 {
+    let blocking = Blocking::new(kernels, CacheSizes::get());
+    let a = PackedA::pack(kernels.mr, blocking.kc, m, k, |r, c| {
+        ((r * 7 + c) % 13) as f32 * 0.01
+    });
+    let b = vec![0.5f32; packed_b_len(k, n.div_ceil(kernels.nr), kernels.nr)];
+    let bias = vec![0.1f32; m];
+    let mut c = vec![0.0f32; m * n];
+    let epilogue = taopipe_nets::gemm::BlockEpilogue {
+        bias: &bias,
+        residual: None,
+        relu: true,
+    };
+    let secs = best_time(
+        &mut || {
+            let mut out = MatMut::from_slice(&mut c, n, m, n);
+            gemm(kernels, &blocking, &a, 0..m, &b, &mut out, Some(&epilogue));
+        },
+        0.2,
+    );
+    2.0 * (m * n * k) as f64 / secs / 1e9
 }

@@ -22,36 +22,48 @@ use std::ops::Range;
 use crate::cache::Blocking;
 use crate::simd::{Epilogue, Kernels, MatMut, MatRef};
 
-/// A row-major `rows × kdim` matrix packed into panels of `MR` rows, each panel `kdim × MR`
-/// (k-major), rows past the end zero.
+/// A row-major `rows × kdim` matrix packed into panels of `MR` rows, rows past the end
+/// zero, block by block of the reduction: for each `kc` block, every panel's `kc × MR`
+/// values (k-major) one after another. A GEMM block of rows for one `kc` block is then one
+/// contiguous run that the hardware prefetcher streams in, instead of a `kc·MR` piece of
+/// every panel at a stride of the whole reduction (which cost layers with few pixels and
+/// deep reductions, such as ResNet50's 7×7 stage, a third of their speed).
 #[derive(Clone, Debug)]
 pub struct PackedA {
     mr: usize,
+    kc: usize,
     rows: usize,
     kdim: usize,
     data: Vec<f32>,
 }
 
 impl PackedA {
-    /// Packs `rows × kdim` values, `value(row, k)`, for micro-kernels of `mr` rows.
+    /// Packs `rows × kdim` values, `value(row, k)`, for micro-kernels of `mr` rows and
+    /// reduction blocks of `kc` (the [`Blocking`]'s).
     pub fn pack(
         mr: usize,
+        kc: usize,
         rows: usize,
         kdim: usize,
         value: impl Fn(usize, usize) -> f32,
     ) -> PackedA {
+        assert!(mr > 0 && kc > 0, "MR {mr} and kc {kc} must be positive");
         let panels = rows.div_ceil(mr);
         let mut data = vec![0.0; panels * kdim * mr];
-        for p in 0..panels {
-            let panel = &mut data[p * kdim * mr..(p + 1) * kdim * mr];
-            for r in 0..mr.min(rows - p * mr) {
-                for k in 0..kdim {
-                    panel[k * mr + r] = value(p * mr + r, k);
+        for k0 in (0..kdim).step_by(kc) {
+            let kcb = kc.min(kdim - k0);
+            let block = &mut data[k0 * panels * mr..(k0 + kcb) * panels * mr];
+            for (p, panel) in block.chunks_exact_mut(kcb * mr).enumerate() {
+                for r in 0..mr.min(rows - p * mr) {
+                    for k in 0..kcb {
+                        panel[k * mr + r] = value(p * mr + r, k0 + k);
+                    }
                 }
             }
         }
         PackedA {
             mr,
+            kc,
             rows,
             kdim,
             data,
@@ -59,14 +71,14 @@ impl PackedA {
     }
 
     /// Packs a row-major matrix with row stride `kdim`.
-    pub fn from_rows(mr: usize, rows: usize, kdim: usize, a: &[f32]) -> PackedA {
+    pub fn from_rows(mr: usize, kc: usize, rows: usize, kdim: usize, a: &[f32]) -> PackedA {
         assert_eq!(
             a.len(),
             rows * kdim,
             "A is {} values, not {rows}×{kdim}",
             a.len()
         );
-        PackedA::pack(mr, rows, kdim, |r, k| a[r * kdim + k])
+        PackedA::pack(mr, kc, rows, kdim, |r, k| a[r * kdim + k])
     }
 
     /// Rows.
@@ -110,7 +122,8 @@ pub struct BlockEpilogue<'a> {
 /// `C = A[rows] · B`: `rows` of `a` (any range; one starting on a panel boundary, a
 /// multiple of `MR`, wastes no kernel call on a partial first panel), `b` packed
 /// panels of `a.kdim()` rows (`b.len() >= packed_b_len(kdim, ceil(c.cols() / NR), NR)`),
-/// `c` exactly `rows.len() × cols`; then the epilogue, if any.
+/// `c` exactly `rows.len() × cols`; then the epilogue, if any. The reduction runs in the
+/// `kc` blocks `a` was packed with; `blocking` gives the row blocks.
 ///
 /// # Panics
 /// On the shape mismatches above (caller bugs).
@@ -133,11 +146,12 @@ pub fn gemm(
     if let Some(e) = epilogue {
         assert!(e.bias.len() >= rows.len(), "bias too short");
     }
-    let (kc, mc) = (blocking.kc, blocking.mc.max(mr));
-    let a_step = kdim * mr;
+    let (kc, mc) = (a.kc, blocking.mc.max(mr));
+    let apanels_total = a.rows.div_ceil(mr);
     let mut k0 = 0;
     while k0 < kdim {
         let kcb = kc.min(kdim - k0);
+        let a_step = kcb * mr;
         let last = k0 + kcb == kdim;
         // A first panel entered mid-way runs alone; then blocks of `mc` aligned rows.
         let lead = ((mr - rows.start % mr) % mr).min(rows.len());
@@ -149,7 +163,7 @@ pub fn gemm(
         for block in blocks {
             let (i0, h) = (block.start, block.len());
             let first = rows.start + i0;
-            let apanels = &a.data[(first / mr * kdim + k0) * mr + first % mr..];
+            let apanels = &a.data[k0 * apanels_total * mr + first / mr * a_step + first % mr..];
             for jp in 0..panels {
                 let j0 = jp * nr;
                 let w = nr.min(cols - j0);

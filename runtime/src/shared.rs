@@ -98,10 +98,23 @@ pub enum ClaimError {
     },
 }
 
-#[derive(Default)]
 struct Claims {
     writes: Vec<Rect>,
     readers: usize,
+}
+
+/// Write claims a buffer has room for from the start: one per rank of a gang of up to
+/// this width claims without allocating, even on the buffer's first run (a pooled frame's
+/// buffers may first run long after warm-up).
+const CLAIMS: usize = 16;
+
+impl Default for Claims {
+    fn default() -> Claims {
+        Claims {
+            writes: Vec::with_capacity(CLAIMS),
+            readers: 0,
+        }
+    }
 }
 
 /// A fixed-length buffer with run-time-checked disjoint write claims and whole reads.

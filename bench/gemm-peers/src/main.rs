@@ -153,7 +153,7 @@ impl<'p> Taopipe<'p> {
             kernels,
             blocking,
             columns,
-            a: PackedA::from_rows(kernels.mr, p.m, p.k, &p.a),
+            a: PackedA::from_rows(kernels.mr, blocking.kc, p.m, p.k, &p.a),
             b: &p.b,
             bias: &p.bias,
             packed: vec![0.0; packed_b_len(p.k, columns / nr, nr)],

@@ -89,7 +89,7 @@ impl Direct {
             columns: blocking
                 .columns(kdim, kernels.nr)
                 .min(output.plane().next_multiple_of(kernels.nr)),
-            weights: PackedA::from_rows(kernels.mr, p.out_channels, kdim, weights),
+            weights: PackedA::from_rows(kernels.mr, blocking.kc, p.out_channels, kdim, weights),
         }
     }
 

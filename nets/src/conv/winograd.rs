@@ -140,7 +140,15 @@ impl Winograd {
             }
         }
         let weights = (0..XI)
-            .map(|xi| PackedA::from_rows(kernels.mr, k, c, &u[xi * k * c..(xi + 1) * k * c]))
+            .map(|xi| {
+                PackedA::from_rows(
+                    kernels.mr,
+                    blocking.kc,
+                    k,
+                    c,
+                    &u[xi * k * c..(xi + 1) * k * c],
+                )
+            })
             .collect();
         Winograd {
             geo: Geometry {

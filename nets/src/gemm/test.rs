@@ -37,11 +37,11 @@ proptest! {
             let b = random_vec(kdim * n, seed + 1);
             let bias = random_vec(m, seed + 2);
             let res = random_vec(m * n, seed + 3);
-            let pa = PackedA::from_rows(k.mr, m, kdim, &a);
             let pb = pack_b(&b, kdim, n, k.nr);
             let mut results = Vec::new();
             for caches in [CacheSizes::get(), CacheSizes { l1d: 4 << 10, l2: 16 << 10, l3: 1 << 20 }] {
                 let blocking = Blocking::new(k, caches);
+                let pa = PackedA::from_rows(k.mr, blocking.kc, m, kdim, &a);
                 let mut c = vec![f32::NAN; rows.len() * n];
                 let e = BlockEpilogue {
                     bias: &bias[rows.clone()],
