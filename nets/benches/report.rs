@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use taopipe_nets::cache::{Blocking, CacheSizes};
-use taopipe_nets::gemm::{PackedA, gemm, packed_b_len};
+use taopipe_nets::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
 use taopipe_nets::probe::{self, Bandwidth};
 use taopipe_nets::{ConvAlgo, Isa, Kernel, Kernels, Linear, MatMut, Shape};
 use taopipe_runtime::{Place, Runtime};
@@ -265,7 +265,7 @@ fn gemm_gflops(kernels: &Kernels, m: usize, n: usize, k: usize) -> f64 {
     let b = vec![0.5f32; packed_b_len(k, n.div_ceil(kernels.nr), kernels.nr)];
     let bias = vec![0.1f32; m];
     let mut c = vec![0.0f32; m * n];
-    let epilogue = taopipe_nets::gemm::BlockEpilogue {
+    let epilogue = BlockEpilogue {
         bias: &bias,
         residual: None,
         relu: true,

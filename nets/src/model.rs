@@ -26,7 +26,9 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use taopipe_dsl::{Layer, LayerKind, NetSpec, Source};
-use taopipe_runtime::{Place, Runtime, RuntimeError, SharedSlice, Task, TaskGraph, TaskId};
+use taopipe_runtime::{
+    Place, PreparedGraph, Runtime, RuntimeError, SharedSlice, Task, TaskGraph, TaskId,
+};
 
 use crate::frame::{Buffers, Frame, FramePool, MAX_GRAPHS};
 use crate::weights::{Init, WeightError, Weights};
@@ -466,7 +468,7 @@ impl Model {
                 got: input.len(),
             });
         }
-        let buffers = self.pool.take().unwrap_or_else(|| self.buffers());
+        let buffers = self.pooled_buffers();
         buffers
             .input
             .write(0..input.len())
@@ -509,20 +511,19 @@ impl Model {
         stages: &[(Range<usize>, Place)],
     ) -> Result<(), RuntimeError> {
         let held: Vec<Frame> = (0..frames.min(crate::frame::MAX_POOLED))
-            .map(|_| {
-                let buffers = self.pool.take().unwrap_or_else(|| self.buffers());
-                Frame::new(buffers, self.pool.clone())
-            })
+            .map(|_| Frame::new(self.pooled_buffers(), self.pool.clone()))
             .collect();
         for frame in &held {
             for (units, place) in stages {
-                let layers = self.unit_layers(units.clone());
-                frame.prepared(rt, layers.clone(), *place, || {
-                    self.layers_graph(frame, layers.clone(), |_| *place)
-                })?;
+                self.prepared_layers(rt, frame, self.unit_layers(units.clone()), *place)?;
             }
         }
         Ok(())
+    }
+
+    /// A free buffer set from the pool, else a new one.
+    fn pooled_buffers(&self) -> Buffers {
+        self.pool.take().unwrap_or_else(|| self.buffers())
     }
 
     /// New buffers for a frame: the input, one output per layer that runs a task (aliases
@@ -677,10 +678,21 @@ impl Model {
         layers: Range<usize>,
         place: Place,
     ) -> Result<(), RuntimeError> {
-        let graph = frame.prepared(rt, layers.clone(), place, || {
-            self.layers_graph(frame, layers.clone(), |_| place)
-        })?;
+        let graph = self.prepared_layers(rt, frame, layers, place)?;
         rt.run_prepared(&graph)
+    }
+
+    /// The graph of `layers` on `place`, prepared once for `frame`'s buffers.
+    fn prepared_layers(
+        &self,
+        rt: &Runtime,
+        frame: &Frame,
+        layers: Range<usize>,
+        place: Place,
+    ) -> Result<Arc<PreparedGraph>, RuntimeError> {
+        frame.prepared(rt, layers.clone(), place, || {
+            self.layers_graph(frame, layers.clone(), |_| place)
+        })
     }
 
     /// Values of one output frame.

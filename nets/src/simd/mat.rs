@@ -8,6 +8,17 @@ use std::marker::PhantomData;
 
 use taopipe_runtime::RectGuard;
 
+/// Panics unless `rows × cols` at row stride `ld` fits in `len` values without rows
+/// overlapping (the `from_slice` contract of both views).
+fn check_view(len: usize, ld: usize, rows: usize, cols: usize) {
+    assert!(rows <= 1 || cols <= ld, "cols {cols} > ld {ld}");
+    assert!(
+        len >= span(rows, cols, ld),
+        "{rows}×{cols} at ld {ld} needs {} values, got {len}",
+        span(rows, cols, ld),
+    );
+}
+
 /// Elements a `rows × cols` view with row stride `ld` spans.
 fn span(rows: usize, cols: usize, ld: usize) -> usize {
     if rows == 0 || cols == 0 {
@@ -32,13 +43,7 @@ impl<'a> MatRef<'a> {
     /// # Panics
     /// If `data` is too short, or `cols > ld` with more than one row.
     pub fn from_slice(data: &'a [f32], ld: usize, rows: usize, cols: usize) -> MatRef<'a> {
-        assert!(rows <= 1 || cols <= ld, "cols {cols} > ld {ld}");
-        assert!(
-            data.len() >= span(rows, cols, ld),
-            "{rows}×{cols} at ld {ld} needs {} values, got {}",
-            span(rows, cols, ld),
-            data.len()
-        );
+        check_view(data.len(), ld, rows, cols);
         MatRef {
             data,
             ld,
@@ -109,13 +114,7 @@ impl<'a> MatMut<'a> {
     /// # Panics
     /// If `data` is too short, or `cols > ld` with more than one row.
     pub fn from_slice(data: &'a mut [f32], ld: usize, rows: usize, cols: usize) -> MatMut<'a> {
-        assert!(rows <= 1 || cols <= ld, "cols {cols} > ld {ld}");
-        assert!(
-            data.len() >= span(rows, cols, ld),
-            "{rows}×{cols} at ld {ld} needs {} values, got {}",
-            span(rows, cols, ld),
-            data.len()
-        );
+        check_view(data.len(), ld, rows, cols);
         MatMut {
             ptr: data.as_mut_ptr(),
             ld,
