@@ -4,12 +4,14 @@
 //! cargo run --release --example frame -- --net vgg16
 //! cargo run --release --example frame -- --net resnet50 --width 1 --frames 10 --check
 //! cargo run --release --example frame -- --net vgg16 --weights vgg16.safetensors --json frame.json
+//! cargo run --release --example frame -- --net resnet50 --width 1 --frames 10 --profile
 //! cargo run --release --example frame -- --net vgg16 --input x.f32 --output y.f32 --serve
 //! ```
 //! Weights are random (from `--seed`) unless `--weights` names a safetensors file exported
 //! from torchvision (see `taopipe_nets::weights`). Every layer runs as one moldable task on
 //! the place `0+width`; `--check` also runs each frame at width 1 and fails unless the
-//! outputs are bit-identical.
+//! outputs are bit-identical. `--profile` adds each layer's time and GFLOP/s, read from
+//! the runtime's trace table (a moving average over the frames run).
 //!
 //! `--serve` keeps the built model for another program to time (the peer benchmark in
 //! `bench/peers/` drives one per width): after a warm-up frame it prints `ready`, then reads
@@ -28,7 +30,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use taopipe::nets::{BuildOptions, Isa, Model, RandomWeights, SafetensorsFile, Weights};
+use taopipe::nets::{BuildOptions, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
 
 use common::{RuntimeArgs, frame_input};
@@ -76,14 +78,22 @@ struct Cli {
     /// direct path) or `direct` (the direct path everywhere, for A/B runs).
     #[arg(long, value_enum, default_value_t = ConvChoice::Auto)]
     conv: ConvChoice,
+    /// Give every layer an output buffer of its own instead of the memory plan's shared
+    /// ones (for A/B runs: a frame then writes every activation to memory cold in cache).
+    #[arg(long)]
+    keep_outputs: bool,
     /// Write a JSON report here (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
     /// Serve frames on request: after a warm-up frame print `ready`, then read commands
     /// from stdin, one a line: `N` runs N frames and prints `{"ms":[...]}`, `quit` (or the
     /// end of stdin) exits. No progress bar, no table.
-    #[arg(long, conflicts_with_all = ["frames", "json"])]
+    #[arg(long, conflicts_with_all = ["frames", "json", "profile"])]
     serve: bool,
+    /// Also print each layer's time and GFLOP/s at the place (the runtime trace table's
+    /// moving average over the frames) and add them to the JSON report.
+    #[arg(long)]
+    profile: bool,
 }
 
 /// What every timed frame needs.
@@ -156,6 +166,7 @@ fn main() -> anyhow::Result<()> {
     let options = BuildOptions {
         isa: Some(isa),
         direct_only: cli.conv == ConvChoice::Direct,
+        keep_outputs: cli.keep_outputs,
     };
     let model = Model::build_with(spec, weights.as_ref(), &options)
         .with_context(|| format!("building {}", cli.net))?;
@@ -163,11 +174,12 @@ fn main() -> anyhow::Result<()> {
     println!("{}", rt.topology());
     println!("isa: {isa}; convolutions: {:?}", cli.conv);
     println!(
-        "{}: {} layers, {} units, {:.2} GFLOP per frame; built in {:.2} s; {}, {} input; on place 0+{width}",
+        "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame; built in {:.2} s; {}, {} input; on place 0+{width}",
         cli.net,
         model.spec().len(),
         model.spec().units().len(),
         model.flops() as f64 / 1e9,
+        model.frame_floats() as f64 * 4e-6,
         build.as_secs_f64(),
         if cli.weights.is_some() {
             "file weights"
@@ -268,6 +280,10 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
     if cli.check {
         println!("check: every frame bit-identical to width 1");
     }
+    let times = model.layer_times(&runner.rt.trace_table(), Place::new(0, runner.width));
+    if cli.profile {
+        print_profile(&times, median);
+    }
     let mut top: Vec<(usize, f32)> = output.iter().copied().enumerate().collect();
     top.sort_by(|a, b| b.1.total_cmp(&a.1));
     top.truncate(5);
@@ -284,10 +300,12 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
             "layers": model.spec().len(),
             "units": model.spec().units().len(),
             "gflop_per_frame": model.flops() as f64 / 1e9,
+            "frame_buffer_mb": model.frame_floats() as f64 * 4e-6,
             "workers": runner.rt.num_workers(),
             "width": runner.width,
             "weights": cli.weights.as_ref().map_or("random".to_string(), |p| p.display().to_string()),
             "conv": format!("{:?}", cli.conv).to_lowercase(),
+            "keep_outputs": cli.keep_outputs,
             "input": cli.input.as_ref().map_or("seeded".to_string(), |p| p.display().to_string()),
             "frame_ms": ms,
             "median_ms": median,
@@ -295,7 +313,41 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
             "checked_width1": cli.check,
             "top5": top.iter().map(|(i, s)| json!({"class": i, "score": s})).collect::<Vec<_>>(),
         });
+        let mut report = report;
+        if cli.profile {
+            report["layer_times"] = times
+                .iter()
+                .map(|t| {
+                    json!({"index": t.index, "name": t.name, "kernel": t.kernel, "flops": t.flops,
+                           "ms": t.seconds * 1e3, "gflops": t.gflops(), "samples": t.samples})
+                })
+                .collect();
+        }
         common::write_json(path, &report)?;
     }
     Ok(output)
+}
+
+/// `--profile`: one line per layer, with its share of the median frame.
+fn print_profile(times: &[LayerTime], frame_ms: f64) {
+    println!(
+        "{:>4} {:<24} {:<22} {:>9} {:>8} {:>7}",
+        "#", "layer", "kernel", "ms", "GFLOP/s", "frame%"
+    );
+    for t in times {
+        println!(
+            "{:>4} {:<24} {:<22} {:>9.3} {:>8.1} {:>6.1}%",
+            t.index,
+            t.name,
+            t.kernel,
+            t.seconds * 1e3,
+            t.gflops(),
+            100.0 * t.seconds * 1e3 / frame_ms
+        );
+    }
+    let sum: f64 = times.iter().map(|t| t.seconds * 1e3).sum();
+    println!(
+        "sum of layers {sum:.1} ms of a {frame_ms:.1} ms frame ({:.1} ms between tasks)",
+        frame_ms - sum
+    );
 }

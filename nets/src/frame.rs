@@ -16,6 +16,7 @@ use taopipe_dsl::Source;
 use taopipe_runtime::{Place, PreparedGraph, Runtime, RuntimeError, SharedSlice, TaskGraph};
 
 use crate::kernel::Workspace;
+use crate::memory_plan::MemoryPlan;
 
 /// Most buffer sets a pool keeps.
 pub const MAX_POOLED: usize = 16;
@@ -27,13 +28,30 @@ pub const MAX_GRAPHS: usize = 8;
 /// What a prepared graph computes: layers on a place.
 type GraphKey = (Range<usize>, Place);
 
-/// The buffers of one frame: the input, one output per layer (aliases share one) and one
-/// [`Workspace`] per layer (allocated only if the layer's gang shares one).
+/// A tensor of a frame: the buffer holding it and its length (a buffer several layers
+/// take in turn is as long as the longest of them; see [`crate::memory_plan`]).
+#[derive(Clone, Debug)]
+pub(crate) struct TensorBuf {
+    pub(crate) buffer: Arc<SharedSlice<f32>>,
+    pub(crate) len: usize,
+}
+
+impl TensorBuf {
+    /// The tensor, copied out.
+    fn to_vec(&self) -> Vec<f32> {
+        self.buffer.read().expect("the frame's graph has finished")[..self.len].to_vec()
+    }
+}
+
+/// The buffers of one frame: the input, each layer's tensor in the buffer the model's
+/// memory plan gives it (aliases share their producer's), and the one [`Workspace`] the
+/// layers share (allocated if a layer's gang shares its packed blocks).
 #[derive(Debug)]
 pub(crate) struct Buffers {
-    pub(crate) input: Arc<SharedSlice<f32>>,
-    pub(crate) outputs: Vec<Arc<SharedSlice<f32>>>,
-    pub(crate) workspaces: Vec<Arc<Workspace>>,
+    pub(crate) input: TensorBuf,
+    pub(crate) outputs: Vec<TensorBuf>,
+    pub(crate) workspace: Arc<Workspace>,
+    pub(crate) memory: Arc<MemoryPlan>,
     /// Graphs prepared for these buffers, oldest first.
     pub(crate) graphs: Mutex<Vec<(GraphKey, Arc<PreparedGraph>)>>,
 }
@@ -101,32 +119,35 @@ impl Frame {
     /// # Panics
     /// If a task of the frame is still writing it (call after the frame's graph ran).
     pub fn output(&self) -> Vec<f32> {
-        let b = self.buffers();
-        let last = b.outputs.last().unwrap_or(&b.input);
-        last.read()
-            .expect("the frame's graph has finished")
-            .to_vec()
+        self.net_output().to_vec()
     }
 
-    /// The output of layer `index` (aliases give the tensor they share).
+    /// The output of layer `index` (aliases give the tensor they share), once the frame
+    /// has run; `None` for an index out of range or a layer whose buffer a later layer took
+    /// over (build with [`BuildOptions::keep_outputs`](crate::BuildOptions) to keep them all).
     pub fn layer_output(&self, index: usize) -> Option<Vec<f32>> {
-        self.buffers()
-            .outputs
-            .get(index)
-            .map(|b| b.read().expect("the frame's graph has finished").to_vec())
+        let b = self.buffers();
+        let tensor = b.outputs.get(index)?;
+        b.memory.kept(index).then(|| tensor.to_vec())
     }
 
     /// The tensor `source` names.
-    pub(crate) fn buffer(&self, source: Source) -> &Arc<SharedSlice<f32>> {
+    pub(crate) fn buffer(&self, source: Source) -> &TensorBuf {
         match source {
             Source::Layer(j) => self.output_buffer(j),
             Source::Input | Source::Previous => &self.buffers().input,
         }
     }
 
-    /// Layer `index`'s output buffer.
-    pub(crate) fn output_buffer(&self, index: usize) -> &Arc<SharedSlice<f32>> {
+    /// Layer `index`'s output tensor.
+    pub(crate) fn output_buffer(&self, index: usize) -> &TensorBuf {
         &self.buffers().outputs[index]
+    }
+
+    /// The net's output tensor (the input, for a net without layers).
+    fn net_output(&self) -> &TensorBuf {
+        let b = self.buffers();
+        b.outputs.last().unwrap_or(&b.input)
     }
 
     /// The prepared graph of `layers` on `place` for these buffers on `rt`, prepared from
@@ -160,14 +181,15 @@ impl Frame {
     /// # Panics
     /// If `out` is not the output's length, or a task of the frame is still writing it.
     pub fn output_into(&self, out: &mut [f32]) {
-        let b = self.buffers();
-        let last = b.outputs.last().unwrap_or(&b.input);
-        out.copy_from_slice(&last.read().expect("the frame's graph has finished"));
+        let last = self.net_output();
+        out.copy_from_slice(
+            &last.buffer.read().expect("the frame's graph has finished")[..last.len],
+        );
     }
 
-    /// Layer `index`'s workspace.
-    pub(crate) fn workspace(&self, index: usize) -> &Arc<Workspace> {
-        &self.buffers().workspaces[index]
+    /// The workspace the frame's layers share.
+    pub(crate) fn workspace(&self) -> &Arc<Workspace> {
+        &self.buffers().workspace
     }
 }
 

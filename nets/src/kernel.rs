@@ -74,6 +74,12 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     /// The layer kind ("conv", "maxpool", …).
     fn kind(&self) -> &'static str;
 
+    /// The kind with what tells two layers of it apart in a profile (a conv's kernel,
+    /// stride and algorithm); by default just the kind.
+    fn describe(&self) -> String {
+        self.kind().to_string()
+    }
+
     /// How many input tensors [`Kernel::compute_chunk`] takes (2 for a residual add).
     fn arity(&self) -> usize {
         1
@@ -165,8 +171,9 @@ pub trait Kernel: Send + Sync + fmt::Debug {
 
     /// Rank `ctx.rank()`'s share of the whole layer, run by every rank of a gang of
     /// `ctx.width()` (the model's layer task): `inputs` are whole, `output` is the layer's
-    /// buffer, which the ranks write in disjoint parts, and `workspace` a pair of buffers
-    /// the gang may share. Every output element must come from the float operations of
+    /// buffer, which the ranks write in disjoint parts (it may be longer than the output:
+    /// the layer writes its first `out_shape().len()` floats), and `workspace` a pair of
+    /// buffers the gang may share. Every output element must come from the float operations of
     /// [`Kernel::compute_chunks`], whatever the width.
     ///
     /// The default computes [`Kernel::rank_chunks`] into one claim of their range; a
@@ -214,10 +221,21 @@ impl Workspace {
         Workspace::default()
     }
 
+    /// A workspace whose pair is allocated now, `len` floats each (none for 0): what the
+    /// layers of a frame share, sized for the largest.
+    pub fn with_len(len: usize) -> Workspace {
+        let workspace = Workspace::new();
+        if len > 0 {
+            workspace.buffers(len);
+        }
+        workspace
+    }
+
     /// The pair, of `len` floats each (allocated by the first caller; the others wait).
     ///
     /// # Panics
-    /// If an earlier call allocated fewer floats (one layer asks one size).
+    /// If the pair was allocated with fewer floats (layers sharing a workspace must
+    /// allocate it for the largest: [`Workspace::with_len`]).
     pub fn buffers(&self, len: usize) -> &[SharedSlice<f32>; 2] {
         let pair = self
             .buffers

@@ -37,6 +37,8 @@ pub mod frame;
 pub mod gap;
 pub mod gemm;
 pub mod kernel;
+mod layer_times;
+pub mod memory_plan;
 pub mod model;
 #[cfg(test)]
 mod naive;
@@ -60,6 +62,7 @@ pub use crate::fc::Linear;
 pub use crate::frame::Frame;
 pub use crate::gap::GlobalAvgPool;
 pub use crate::kernel::{ChunkPlan, Kernel, Scratch, TARGET_CHUNKS, Workspace};
+pub use crate::layer_times::LayerTime;
 pub use crate::model::{BuildOptions, Model, ModelError, torch_name};
 pub use crate::pool::{Pool2d, PoolKind, PoolParams};
 pub use crate::simd::{Epilogue, Isa, IsaError, Kernels, MatMut, MatRef};

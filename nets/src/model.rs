@@ -30,7 +30,8 @@ use taopipe_runtime::{
     Place, PreparedGraph, Runtime, RuntimeError, SharedSlice, Task, TaskGraph, TaskId,
 };
 
-use crate::frame::{Buffers, Frame, FramePool, MAX_GRAPHS};
+use crate::frame::{Buffers, Frame, FramePool, MAX_GRAPHS, TensorBuf};
+use crate::memory_plan::{MemoryPlan, PlanStep};
 use crate::weights::{Init, WeightError, Weights};
 use crate::{
     Add, Affine, BatchNorm, Conv2d, Conv2dParams, ConvAlgo, GlobalAvgPool, Isa, Kernel,
@@ -48,6 +49,11 @@ pub struct BuildOptions {
     /// want the direct path's rounding (Winograd's error is bounded in
     /// [`crate::conv::winograd`], but larger).
     pub direct_only: bool,
+    /// Give every layer an output buffer of its own, so that [`Frame::layer_output`] has
+    /// every layer's tensor after the frame ran. By default layers take over the buffers
+    /// of tensors already read (see [`crate::memory_plan`]), which keeps a frame's
+    /// activations few and warm in cache.
+    pub keep_outputs: bool,
 }
 
 /// PyTorch's default batchnorm ε.
@@ -116,6 +122,8 @@ enum Step {
 pub struct Model {
     spec: NetSpec,
     steps: Vec<Step>,
+    /// Which buffer holds each layer's tensor, and what each layer waits for.
+    memory: Arc<MemoryPlan>,
     pool: Arc<FramePool>,
 }
 
@@ -391,9 +399,15 @@ impl Model {
             });
             i += 1;
         }
+        let memory = Arc::new(memory_plan(
+            &steps,
+            shape(spec.input()).len(),
+            !options.keep_outputs,
+        ));
         Ok(Model {
             spec,
             steps,
+            memory,
             pool: Arc::new(FramePool::default()),
         })
     }
@@ -421,6 +435,12 @@ impl Model {
             Some(Step::Run { kernel, inputs }) => Some((kernel, inputs)),
             _ => None,
         }
+    }
+
+    /// Layers the memory plan orders before layer `index` (see [`crate::memory_plan`]):
+    /// every graph of the model adds them as edges.
+    pub(crate) fn memory_after(&self, index: usize) -> &[usize] {
+        self.memory.after(index)
     }
 
     /// The layer whose task writes the net's output (the last layer, or the one it aliases);
@@ -471,10 +491,29 @@ impl Model {
         let buffers = self.pooled_buffers();
         buffers
             .input
+            .buffer
             .write(0..input.len())
             .expect("a pooled frame's buffers are idle")
             .copy_from_slice(input);
         Ok(Frame::new(buffers, self.pool.clone()))
+    }
+
+    /// Floats one frame's buffers hold: the input, the memory plan's output buffers and
+    /// the shared workspace pair. What a frame in flight costs in memory.
+    ///
+    /// ```
+    /// use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
+    /// let spec = zoo::by_name("alexnet").expect("a zoo net")?;
+    /// let shared = Model::build(spec.clone(), &RandomWeights { seed: 1 })?;
+    /// let keep = BuildOptions { keep_outputs: true, ..BuildOptions::default() };
+    /// let kept = Model::build_with(spec, &RandomWeights { seed: 1 }, &keep)?;
+    /// assert!(shared.frame_floats() < kept.frame_floats());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn frame_floats(&self) -> usize {
+        self.input_len()
+            + self.memory.sizes().iter().sum::<usize>()
+            + 2 * self.memory.workspace_len()
     }
 
     /// Buffer sets of finished frames waiting in the pool (at most
@@ -526,26 +565,31 @@ impl Model {
         self.pool.take().unwrap_or_else(|| self.buffers())
     }
 
-    /// New buffers for a frame: the input, one output per layer that runs a task (aliases
-    /// share theirs), an empty workspace per layer.
+    /// New buffers for a frame: the input, the output buffers of the memory plan (each
+    /// layer's tensor in its planned buffer; aliases share their producer's), and the
+    /// workspace the layers share.
     fn buffers(&self) -> Buffers {
         let input = Arc::new(SharedSlice::zeroed(self.input_len()));
-        let mut outputs: Vec<Arc<SharedSlice<f32>>> = Vec::with_capacity(self.steps.len());
-        for step in &self.steps {
-            let buffer = match step {
-                Step::Run { kernel, .. } => Arc::new(SharedSlice::zeroed(kernel.out_shape().len())),
-                Step::Alias(Source::Layer(j)) => outputs[*j].clone(),
-                Step::Alias(_) => input.clone(),
-            };
-            outputs.push(buffer);
-        }
-        let workspaces = (0..self.steps.len())
-            .map(|_| Arc::new(Workspace::new()))
+        let shared: Vec<Arc<SharedSlice<f32>>> = self
+            .memory
+            .sizes()
+            .iter()
+            .map(|&len| Arc::new(SharedSlice::zeroed(len)))
+            .collect();
+        let outputs = (0..self.steps.len())
+            .map(|i| TensorBuf {
+                buffer: self.memory.buffer(i).map_or(&input, |b| &shared[b]).clone(),
+                len: self.memory.len(i),
+            })
             .collect();
         Buffers {
-            input,
+            input: TensorBuf {
+                buffer: input,
+                len: self.input_len(),
+            },
             outputs,
-            workspaces,
+            workspace: Arc::new(Workspace::with_len(self.memory.workspace_len())),
+            memory: self.memory.clone(),
             graphs: Mutex::new(Vec::with_capacity(MAX_GRAPHS)),
         }
     }
@@ -592,23 +636,24 @@ impl Model {
             let Step::Run { kernel, inputs } = &self.steps[i] else {
                 continue;
             };
-            let sources: Vec<Arc<SharedSlice<f32>>> =
-                inputs.iter().map(|&s| frame.buffer(s).clone()).collect();
+            let sources: Vec<TensorBuf> = inputs.iter().map(|&s| frame.buffer(s).clone()).collect();
             let task = layer_task(
                 kernel.clone(),
                 sources,
-                frame.output_buffer(i).clone(),
-                frame.workspace(i).clone(),
+                frame.output_buffer(i).buffer.clone(),
+                frame.workspace().clone(),
             )
             .on(place_of(i))
             .hint(i as u64);
             let id = graph.add(task);
-            for &source in inputs {
-                // Producers outside the range ran before this graph: no edge needed.
-                if let Source::Layer(j) = source
-                    && let Some(producer) = ids[j]
-                {
-                    graph.make_edge(producer, id);
+            // Layers outside the range ran before this graph: no edge needed.
+            let producers = inputs.iter().filter_map(|source| match source {
+                Source::Layer(j) => Some(*j),
+                _ => None,
+            });
+            for j in producers.chain(self.memory.after(i).iter().copied()) {
+                if let Some(before) = ids[j] {
+                    graph.make_edge(before, id);
                 }
             }
             ids[i] = Some(id);
@@ -702,6 +747,22 @@ impl Model {
 }
 
 /// Follows aliases to the step that produces the tensor.
+/// The memory plan of `steps` (see [`crate::memory_plan`]).
+fn memory_plan(steps: &[Step], input_len: usize, share: bool) -> MemoryPlan {
+    let plan_steps: Vec<PlanStep<'_>> = steps
+        .iter()
+        .map(|step| match step {
+            Step::Run { kernel, inputs } => PlanStep::Task {
+                len: kernel.out_shape().len(),
+                reads: inputs,
+                workspace: kernel.workspace_len(),
+            },
+            Step::Alias(source) => PlanStep::Alias(resolve(steps, *source)),
+        })
+        .collect();
+    MemoryPlan::new(&plan_steps, input_len, share)
+}
+
 fn resolve(steps: &[Step], source: Source) -> Source {
     match source {
         Source::Layer(j) => match &steps[j] {
@@ -786,7 +847,7 @@ fn build_conv(
 /// The moldable task of one layer: each rank reads the inputs whole and writes its chunks.
 fn layer_task(
     kernel: Arc<dyn Kernel>,
-    inputs: Vec<Arc<SharedSlice<f32>>>,
+    inputs: Vec<TensorBuf>,
     output: Arc<SharedSlice<f32>>,
     workspace: Arc<Workspace>,
 ) -> Task {
@@ -799,16 +860,17 @@ fn layer_task(
     })
 }
 
-/// Runs `f` on whole-tensor views of `inputs` (one or two: the kernels' arities) without
-/// allocating.
-fn with_inputs<R>(inputs: &[Arc<SharedSlice<f32>>], f: impl FnOnce(&[&[f32]]) -> R) -> R {
-    fn read(b: &SharedSlice<f32>) -> taopipe_runtime::ReadGuard<'_, f32> {
-        b.read()
+/// Runs `f` on views of `inputs`' tensors (one or two: the kernels' arities), each its
+/// tensor's length of a buffer that may be longer, without allocating.
+fn with_inputs<R>(inputs: &[TensorBuf], f: impl FnOnce(&[&[f32]]) -> R) -> R {
+    fn read(t: &TensorBuf) -> taopipe_runtime::ReadGuard<'_, f32> {
+        t.buffer
+            .read()
             .expect("inputs are complete: their producers precede this task")
     }
     match inputs {
-        [a] => f(&[&read(a)]),
-        [a, b] => f(&[&read(a), &read(b)]),
+        [a] => f(&[&read(a)[..a.len]]),
+        [a, b] => f(&[&read(a)[..a.len], &read(b)[..b.len]]),
         _ => panic!("a layer takes one or two inputs, not {}", inputs.len()),
     }
 }
@@ -818,7 +880,7 @@ fn with_inputs<R>(inputs: &[Arc<SharedSlice<f32>>], f: impl FnOnce(&[&[f32]]) ->
 /// chunks), with the worker's scratch.
 pub(crate) fn compute_chunks(
     kernel: &dyn Kernel,
-    inputs: &[Arc<SharedSlice<f32>>],
+    inputs: &[TensorBuf],
     output: &SharedSlice<f32>,
     chunks: Range<usize>,
 ) {

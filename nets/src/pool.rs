@@ -179,45 +179,69 @@ impl Kernel for Pool2d {
         let channels = self.chunks.channels_of(chunk);
         let first = channels.start;
         let max = self.params.kind == PoolKind::Max;
+        let (k, s, pad) = (self.params.kernel, self.params.stride, self.params.padding);
         // Separable: reduce the window's rows column by column (contiguous, vectorised),
-        // then each output's columns of that.
-        let column = scratch.take(w);
+        // then each output's columns of that. Max pooling reduces the columns from a row
+        // padded with −∞ on both sides, which max ignores exactly as it ignores padding,
+        // in `k` vectorisable passes over the outputs.
+        let column = scratch.take(w + 2 * pad);
+        column[..pad].fill(f32::NEG_INFINITY);
+        column[pad + w..].fill(f32::NEG_INFINITY);
         for c in channels {
             let plane = &input[c * h * w..(c + 1) * h * w];
             let dst = &mut out[(c - first) * oh * ow..(c - first + 1) * oh * ow];
             for oy in 0..oh {
                 let (y0, y1) = self.window(oy, h);
-                column.copy_from_slice(&plane[y0 * w..(y0 + 1) * w]);
+                let inner = &mut column[pad..pad + w];
+                inner.copy_from_slice(&plane[y0 * w..(y0 + 1) * w]);
                 for y in y0 + 1..y1 {
                     let row = &plane[y * w..(y + 1) * w];
                     if max {
-                        column.iter_mut().zip(row).for_each(|(m, &v)| *m = m.max(v));
+                        inner.iter_mut().zip(row).for_each(|(m, &v)| *m = m.max(v));
                     } else {
-                        column.iter_mut().zip(row).for_each(|(s, &v)| *s += v);
+                        inner.iter_mut().zip(row).for_each(|(s, &v)| *s += v);
                     }
                 }
                 let dst = &mut dst[oy * ow..(oy + 1) * ow];
-                let (k, s) = (self.params.kernel, self.params.stride);
-                let reduce = |cols: &[f32], n: usize| {
-                    if max {
-                        cols.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v))
-                    } else {
-                        cols.iter().sum::<f32>() / (n * cols.len()) as f32
-                    }
-                };
-                if k == s && self.params.padding == 0 {
-                    // Windows side by side (VGG's 2×2/2): no bounds to work out.
-                    for (d, cols) in dst.iter_mut().zip(column.chunks_exact(k)) {
-                        *d = reduce(cols, y1 - y0);
+                if max {
+                    match s {
+                        1 => max_columns::<1>(column, k, dst),
+                        2 => max_columns::<2>(column, k, dst),
+                        _ => max_columns_any(column, k, s, dst),
                     }
                 } else {
                     for (ox, d) in dst.iter_mut().enumerate() {
                         let (x0, x1) = self.window(ox, w);
-                        *d = reduce(&column[x0..x1], y1 - y0);
+                        let sum = column[pad + x0..pad + x1].iter().sum::<f32>();
+                        *d = sum / ((y1 - y0) * (x1 - x0)) as f32;
                     }
                 }
             }
         }
+    }
+}
+
+/// `dst[o]` = the max of `column[o·S .. o·S + k]`, as `k` passes over `dst` (a constant
+/// stride lets each pass vectorise).
+fn max_columns<const S: usize>(column: &[f32], k: usize, dst: &mut [f32]) {
+    let n = dst.len();
+    for (d, &v) in dst.iter_mut().zip(column.iter().step_by(S)) {
+        *d = v;
+    }
+    for t in 1..k {
+        let taps = &column[t..t + (n - 1) * S + 1];
+        for (o, d) in dst.iter_mut().enumerate() {
+            *d = d.max(taps[o * S]);
+        }
+    }
+}
+
+/// [`max_columns`] for any stride.
+fn max_columns_any(column: &[f32], k: usize, s: usize, dst: &mut [f32]) {
+    for (o, d) in dst.iter_mut().enumerate() {
+        *d = column[o * s..o * s + k]
+            .iter()
+            .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
     }
 }
 

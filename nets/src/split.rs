@@ -45,7 +45,7 @@ use taopipe_dsl::Source;
 use taopipe_runtime::{Place, SharedSlice, Task, TaskGraph, TaskId, split_range};
 
 use crate::Kernel;
-use crate::frame::Frame;
+use crate::frame::{Frame, TensorBuf};
 use crate::model::{Model, compute_chunks};
 
 /// Kernel kinds whose output channel `c` reads only input channel `c`: a chain passes their
@@ -470,15 +470,19 @@ impl Model {
                     Source::Layer(j)
                         if half == Side::B && plan.layer(j).is_some_and(|s| s.interior) =>
                     {
-                        private_b[j]
-                            .clone()
-                            .expect("b has an interior producer's part wherever it reads one")
+                        TensorBuf {
+                            buffer: private_b[j]
+                                .clone()
+                                .expect("b has an interior producer's part wherever it reads one"),
+                            len: frame.buffer(source).len,
+                        }
                     }
                     other => frame.buffer(other).clone(),
                 };
                 let sources = inputs.iter().map(|&s| buffer(s)).collect();
                 let place = [plan.a, plan.b][half as usize];
-                let task = side_task(kernel.clone(), sources, buffer(Source::Layer(i)), chunks)
+                let output = buffer(Source::Layer(i)).buffer;
+                let task = side_task(kernel.clone(), sources, output, chunks)
                     .on(place)
                     .hint(((half as u64 + 1) << 32) | i as u64);
                 let id = graph.add(task);
@@ -493,6 +497,10 @@ impl Model {
                         }
                     }
                 }
+                // Both halves of the layers the memory plan orders before this one.
+                for before in self.memory_after(i).iter().flat_map(|&j| ids[j]).flatten() {
+                    graph.make_edge(before, id);
+                }
                 ids[i][half as usize] = Some(id);
             }
         }
@@ -504,7 +512,7 @@ impl Model {
 /// inputs whole and writing its own run of chunks.
 fn side_task(
     kernel: Arc<dyn Kernel>,
-    inputs: Vec<Arc<SharedSlice<f32>>>,
+    inputs: Vec<TensorBuf>,
     output: Arc<SharedSlice<f32>>,
     chunks: Range<usize>,
 ) -> Task {

@@ -7,8 +7,9 @@ use std::path::Path;
 
 use taopipe_dsl::{LayerKind, NetSpec, Source, net};
 use taopipe_nets::{
-    Add, Affine, BatchNorm, Conv2d, Conv2dParams, GlobalAvgPool, Init, Kernel, Linear, Model,
-    RandomWeights, Relu, SafetensorsFile, Scratch, Shape, Weights, model::BN_EPS, torch_name, zoo,
+    Add, Affine, BatchNorm, BuildOptions, Conv2d, Conv2dParams, GlobalAvgPool, Init, Kernel,
+    Linear, Model, RandomWeights, Relu, SafetensorsFile, Scratch, Shape, Weights, model::BN_EPS,
+    torch_name, zoo,
 };
 use taopipe_runtime::{Place, Runtime};
 
@@ -31,7 +32,18 @@ fn bits(v: &[f32]) -> Vec<u32> {
 /// One frame at widths 1, 2 and 3: the outputs must be equal to the bit.
 fn assert_width_identical(spec: NetSpec) {
     let name = spec.name().to_string();
+    let keep = BuildOptions {
+        keep_outputs: true,
+        ..BuildOptions::default()
+    };
+    // Every layer in a buffer of its own: the memory plan's shared buffers must not change a bit.
+    let kept =
+        Model::build_with(spec.clone(), &RandomWeights { seed: 11 }, &keep).expect("model builds");
     let model = Model::build(spec, &RandomWeights { seed: 11 }).expect("model builds");
+    assert!(
+        model.frame_floats() < kept.frame_floats(),
+        "{name}: the plan shares no buffer"
+    );
     let rt = Runtime::builder().workers(3).build().expect("runtime");
     let x = input(model.input_len(), 5);
     let one = model
@@ -44,6 +56,13 @@ fn assert_width_identical(spec: NetSpec) {
         "{name}: non-finite output"
     );
     assert!(one.iter().any(|v| *v != 0.0), "{name}: all-zero output");
+    let unshared = kept
+        .forward(&rt, x.clone(), Place::new(0, 2))
+        .expect("own buffers");
+    assert!(
+        bits(&one) == bits(&unshared),
+        "{name}: shared buffers change the output"
+    );
     for width in [2, 3] {
         let wide = model
             .forward(&rt, x.clone(), Place::new(0, width))

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use taopipe_dsl::{NetSpec, net};
 use taopipe_nets::{
-    Chain, Conv2d, Conv2dParams, ConvAlgo, Frame, Kernel, Model, RandomWeights, Scratch, Shape,
-    SplitError, zoo,
+    BuildOptions, Chain, Conv2d, Conv2dParams, ConvAlgo, Frame, Kernel, Model, RandomWeights,
+    Scratch, Shape, SplitError, zoo,
 };
 use taopipe_runtime::{Place, Runtime};
 
@@ -74,57 +74,80 @@ fn reference(rt: &Runtime, model: &Model, x: &[f32]) -> Frame {
     frame
 }
 
-/// Runs `chains` split between `a` and `b` and checks the net output and every complete
-/// layer output against `want` to the bit (an interior layer: `a`'s channels). Returns the
-/// plan's exchange count and how many layers were interior.
+/// The model of `spec` twice: keeping every layer's output (`BuildOptions::keep_outputs`),
+/// and with the memory plan's shared buffers (the default), which the split graph must
+/// order as well as the single-place one.
+fn models(spec: NetSpec, seed: u64) -> [Model; 2] {
+    [true, false].map(|keep_outputs| {
+        let options = BuildOptions {
+            keep_outputs,
+            ..BuildOptions::default()
+        };
+        Model::build_with(spec.clone(), &RandomWeights { seed }, &options).expect("model")
+    })
+}
+
+/// Runs `chains` split between `a` and `b` on each of `models` and checks the net output
+/// and every complete layer output still in the frame (all of them for a model that keeps
+/// them) against `want` to the bit (an interior layer: `a`'s channels). Returns the plan's
+/// exchange count and how many layers were interior.
 fn check_split(
     rt: &Runtime,
-    model: &Model,
+    models: &[Model; 2],
     x: &[f32],
     want: &Frame,
     (a, b): (Place, Place),
     chains: &[Chain],
 ) -> (usize, usize) {
-    let plan = model.split_plan(a, b, chains).expect("plan");
-    let frame = model.frame(x.to_vec()).expect("frame");
-    rt.run(model.split_graph(&frame, &plan)).expect("split run");
-    let name = model.spec().name();
-    assert!(
-        bits(&frame.output()) == bits(&want.output()),
-        "{name} {chains:?}: the net output differs"
-    );
-    for split in plan.layers() {
-        let i = split.layer;
-        let got = frame.layer_output(i).expect("layer");
-        let expect = want.layer_output(i).expect("layer");
-        let n = if split.interior {
-            (split.share_a * expect.len() as f64).round() as usize
-        } else {
-            expect.len()
-        };
+    let mut counts = (0, 0);
+    for (m, model) in models.iter().enumerate() {
+        let keeps = m == 0;
+        let plan = model.split_plan(a, b, chains).expect("plan");
+        let frame = model.frame(x.to_vec()).expect("frame");
+        rt.run(model.split_graph(&frame, &plan)).expect("split run");
+        let name = model.spec().name();
         assert!(
-            bits(&got[..n]) == bits(&expect[..n]),
-            "{name} {chains:?}: layer {i} ({}) differs",
-            split.kind
+            bits(&frame.output()) == bits(&want.output()),
+            "{name} {chains:?} (keeps outputs: {keeps}): the net output differs"
         );
+        for split in plan.layers() {
+            let i = split.layer;
+            let Some(got) = frame.layer_output(i) else {
+                assert!(!keeps, "{name}: layer {i} was not kept");
+                continue;
+            };
+            let expect = want.layer_output(i).expect("layer");
+            let n = if split.interior {
+                (split.share_a * expect.len() as f64).round() as usize
+            } else {
+                expect.len()
+            };
+            assert!(
+                bits(&got[..n]) == bits(&expect[..n]),
+                "{name} {chains:?}: layer {i} ({}) differs",
+                split.kind
+            );
+        }
+        // A second frame, from the same plan.
+        let again = model.frame(x.to_vec()).expect("frame");
+        rt.run(model.split_graph(&again, &plan))
+            .expect("second frame");
+        assert!(bits(&again.output()) == bits(&want.output()));
+        let interior = plan.layers().iter().filter(|l| l.interior).count();
+        counts = (plan.exchanges(), interior);
     }
-    // A second frame, from the same plan.
-    let again = model.frame(x.to_vec()).expect("frame");
-    rt.run(model.split_graph(&again, &plan))
-        .expect("second frame");
-    assert!(bits(&again.output()) == bits(&want.output()));
-    let interior = plan.layers().iter().filter(|l| l.interior).count();
-    (plan.exchanges(), interior)
+    counts
 }
 
 const RATIOS: [f64; 6] = [0.0, 0.1, 0.37, 0.5, 0.8, 1.0];
 
 #[test]
 fn every_kernel_type_splits_bit_identically_at_every_ratio() {
-    let model = Model::build(every_kernel(), &RandomWeights { seed: 3 }).expect("model");
+    let models = models(every_kernel(), 3);
+    let model = &models[0];
     let rt = Runtime::builder().workers(3).build().expect("runtime");
     let x = input(model.input_len(), 7);
-    let want = reference(&rt, &model, &x);
+    let want = reference(&rt, model, &x);
     let units = model.spec().units().len();
     let kinds: BTreeSet<&str> = model
         .split_plan(
@@ -150,9 +173,10 @@ fn every_kernel_type_splits_bit_identically_at_every_ratio() {
     for (a, b) in places {
         for ratio in RATIOS {
             let per_unit: Vec<Chain> = (0..units).map(|u| Chain::new(u..u + 1, ratio)).collect();
-            let (per_unit_exchanges, _) = check_split(&rt, &model, &x, &want, (a, b), &per_unit);
+            let (per_unit_exchanges, _) = check_split(&rt, &models, &x, &want, (a, b), &per_unit);
             let whole = [Chain::new(0..units, ratio)];
-            let (chained_exchanges, interior) = check_split(&rt, &model, &x, &want, (a, b), &whole);
+            let (chained_exchanges, interior) =
+                check_split(&rt, &models, &x, &want, (a, b), &whole);
             if ratio > 0.0 && ratio < 1.0 {
                 assert!(
                     interior >= 4,
@@ -173,25 +197,25 @@ fn every_kernel_type_splits_bit_identically_at_every_ratio() {
             Chain::new(5..9, 0.6),
             Chain::new(9..units, 0.0),
         ];
-        check_split(&rt, &model, &x, &want, (a, b), &mixed);
+        check_split(&rt, &models, &x, &want, (a, b), &mixed);
     }
 }
 
 #[test]
 fn alexnet_splits_bit_identically() {
-    let model =
-        Model::build(zoo::alexnet().expect("alexnet"), &RandomWeights { seed: 5 }).expect("model");
+    let models = models(zoo::alexnet().expect("alexnet"), 5);
+    let model = &models[0];
     let rt = Runtime::builder().workers(2).build().expect("runtime");
     let x = input(model.input_len(), 1);
-    let want = reference(&rt, &model, &x);
+    let want = reference(&rt, model, &x);
     let units = model.spec().units().len();
     let (a, b) = (Place::new(0, 1), Place::new(1, 1));
     for ratio in [0.0, 0.37, 0.5, 1.0] {
         let per_unit: Vec<Chain> = (0..units).map(|u| Chain::new(u..u + 1, ratio)).collect();
-        check_split(&rt, &model, &x, &want, (a, b), &per_unit);
+        check_split(&rt, &models, &x, &want, (a, b), &per_unit);
         check_split(
             &rt,
-            &model,
+            &models,
             &x,
             &want,
             (a, b),

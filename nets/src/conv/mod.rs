@@ -560,6 +560,16 @@ impl Kernel for Conv2d {
         "conv"
     }
 
+    /// `conv 3x3/1 winograd`: kernel, stride and algorithm.
+    fn describe(&self) -> String {
+        let (kh, kw) = self.params.kernel;
+        let algo = match self.algo {
+            ConvAlgo::Direct => "direct",
+            ConvAlgo::Winograd => "winograd",
+        };
+        format!("conv {kh}x{kw}/{} {algo}", self.params.stride.0)
+    }
+
     fn arity(&self) -> usize {
         1 + usize::from(self.residual)
     }
@@ -589,10 +599,11 @@ impl Kernel for Conv2d {
         scratch: &mut Scratch,
     ) {
         self.check_inputs(inputs);
-        assert_eq!(
+        assert!(
+            output.len() >= self.out_shape.len(),
+            "conv: output buffer of {} floats for {}",
             output.len(),
-            self.out_shape.len(),
-            "conv: output buffer length"
+            self.out_shape
         );
         self.run_gang(ctx, inputs, output, workspace, scratch);
     }
