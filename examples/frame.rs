@@ -280,9 +280,11 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
     if cli.check {
         println!("check: every frame bit-identical to width 1");
     }
-    let times = model.layer_times(&runner.rt.trace_table(), Place::new(0, runner.width));
-    if cli.profile {
-        print_profile(&times, median);
+    let times = cli
+        .profile
+        .then(|| model.layer_times(&runner.rt.trace_table(), Place::new(0, runner.width)));
+    if let Some(times) = &times {
+        print_profile(times, median);
     }
     let mut top: Vec<(usize, f32)> = output.iter().copied().enumerate().collect();
     top.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -295,7 +297,7 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
             .join(", ")
     );
     if let Some(path) = &cli.json {
-        let report = json!({
+        let mut report = json!({
             "net": cli.net,
             "layers": model.spec().len(),
             "units": model.spec().units().len(),
@@ -313,8 +315,7 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
             "checked_width1": cli.check,
             "top5": top.iter().map(|(i, s)| json!({"class": i, "score": s})).collect::<Vec<_>>(),
         });
-        let mut report = report;
-        if cli.profile {
+        if let Some(times) = &times {
             report["layer_times"] = times
                 .iter()
                 .map(|t| {

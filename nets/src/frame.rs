@@ -37,9 +37,14 @@ pub(crate) struct TensorBuf {
 }
 
 impl TensorBuf {
+    /// Runs `f` on the tensor (its first `len` floats of the buffer).
+    fn with<R>(&self, f: impl FnOnce(&[f32]) -> R) -> R {
+        f(&self.buffer.read().expect("the frame's graph has finished")[..self.len])
+    }
+
     /// The tensor, copied out.
     fn to_vec(&self) -> Vec<f32> {
-        self.buffer.read().expect("the frame's graph has finished")[..self.len].to_vec()
+        self.with(<[f32]>::to_vec)
     }
 }
 
@@ -181,10 +186,7 @@ impl Frame {
     /// # Panics
     /// If `out` is not the output's length, or a task of the frame is still writing it.
     pub fn output_into(&self, out: &mut [f32]) {
-        let last = self.net_output();
-        out.copy_from_slice(
-            &last.buffer.read().expect("the frame's graph has finished")[..last.len],
-        );
+        self.net_output().with(|y| out.copy_from_slice(y));
     }
 
     /// The workspace the frame's layers share.

@@ -746,7 +746,6 @@ impl Model {
     }
 }
 
-/// Follows aliases to the step that produces the tensor.
 /// The memory plan of `steps` (see [`crate::memory_plan`]).
 fn memory_plan(steps: &[Step], input_len: usize, share: bool) -> MemoryPlan {
     let plan_steps: Vec<PlanStep<'_>> = steps
@@ -763,6 +762,7 @@ fn memory_plan(steps: &[Step], input_len: usize, share: bool) -> MemoryPlan {
     MemoryPlan::new(&plan_steps, input_len, share)
 }
 
+/// Follows aliases to the step that produces the tensor.
 fn resolve(steps: &[Step], source: Source) -> Source {
     match source {
         Source::Layer(j) => match &steps[j] {

@@ -563,11 +563,8 @@ impl Kernel for Conv2d {
     /// `conv 3x3/1 winograd`: kernel, stride and algorithm.
     fn describe(&self) -> String {
         let (kh, kw) = self.params.kernel;
-        let algo = match self.algo {
-            ConvAlgo::Direct => "direct",
-            ConvAlgo::Winograd => "winograd",
-        };
-        format!("conv {kh}x{kw}/{} {algo}", self.params.stride.0)
+        let (stride, algo) = (self.params.stride.0, self.algo.name());
+        format!("conv {kh}x{kw}/{stride} {algo}")
     }
 
     fn arity(&self) -> usize {
