@@ -37,8 +37,11 @@ DEFAULT_CACHE = HERE / ".cache"
 NETS = ("vgg16", "resnet50", "alexnet")
 TOP = 5
 # Pause between two timed blocks, so that the threads of the engine that just ran have
-# stopped spinning before the other one starts.
-SETTLE_S = 0.02
+# stopped spinning before the other one starts. ORT's intra-op threads keep a core busy for
+# longer than 20 ms after a run: with a 20 ms pause, taopipe's 2-worker AlexNet frames
+# took 23.2 ms (median of 18) on a 2-core machine; with 0.3 s, 17.0 ms, as when it runs
+# alone; ORT's own times did not change (18.8 and 17.4 ms).
+SETTLE_S = 0.3
 
 STARTED = time.monotonic()
 

@@ -119,10 +119,20 @@ impl Default for Claims {
 
 /// A fixed-length buffer with run-time-checked disjoint write claims and whole reads.
 pub struct SharedSlice<T> {
-    /// `UnsafeCell` per element: claimed ranges are mutated through `&self`.
-    cells: Box<[UnsafeCell<T>]>,
+    /// `UnsafeCell` per element: claimed ranges are mutated through `&self`. The buffer
+    /// is `storage[start..start + len]`: [`SharedSlice::zeroed`] skips a few elements to
+    /// start on a cache line.
+    storage: Box<[UnsafeCell<T>]>,
+    start: usize,
+    len: usize,
     claims: Mutex<Claims>,
 }
+
+/// Where [`SharedSlice::zeroed`] buffers start: a cache line, so that SIMD rows of 16
+/// floats at multiples of 16 never straddle two lines. The allocator alone gives large
+/// buffers a start 16 bytes past a page, and then every second 32-byte load of a GEMM's
+/// packed panels was split across lines.
+const ALIGN: usize = 64;
 
 // SAFETY: the buffer owns its `T`s (so it may move to another thread if `T: Send`), and
 // shared access only ever gives `&mut [T]` to one claimant per element and `&[T]` to
@@ -136,19 +146,26 @@ impl<T> SharedSlice<T> {
     /// Wraps a vector.
     pub fn new(values: Vec<T>) -> SharedSlice<T> {
         SharedSlice {
-            cells: values.into_iter().map(UnsafeCell::new).collect(),
+            len: values.len(),
+            storage: values.into_iter().map(UnsafeCell::new).collect(),
+            start: 0,
             claims: Mutex::default(),
         }
     }
 
+    /// The buffer's elements.
+    fn cells(&self) -> &[UnsafeCell<T>] {
+        &self.storage[self.start..self.start + self.len]
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.cells.len()
+        self.cells().len()
     }
 
     /// Whether the buffer is empty.
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.cells().is_empty()
     }
 
     /// Claims `range` for writing until the guard drops.
@@ -166,7 +183,7 @@ impl<T> SharedSlice<T> {
         // has `T`'s layout, and the pointer comes from the whole `cells` slice, so it may
         // address any element.
         let slice = unsafe {
-            let base = UnsafeCell::raw_get(self.cells.as_ptr());
+            let base = UnsafeCell::raw_get(self.cells().as_ptr());
             std::slice::from_raw_parts_mut(base.add(range.start), range.len())
         };
         Ok(WriteGuard {
@@ -251,7 +268,7 @@ impl<T> SharedSlice<T> {
         // in `write` under the same lock), so nobody mutates the elements while this
         // shared slice exists.
         let slice = unsafe {
-            let base = UnsafeCell::raw_get(self.cells.as_ptr());
+            let base = UnsafeCell::raw_get(self.cells().as_ptr());
             std::slice::from_raw_parts(base.cast_const(), self.len())
         };
         Ok(ReadGuard { owner: self, slice })
@@ -259,17 +276,20 @@ impl<T> SharedSlice<T> {
 
     /// Exclusive access, no claims needed: `&mut self` proves nobody else holds a guard.
     pub fn get_mut(&mut self) -> &mut [T] {
-        let len = self.cells.len();
+        let cells = self.cells();
         // SAFETY: `&mut self` excludes every guard (they borrow `self`), and
         // `UnsafeCell<T>` has `T`'s layout.
-        unsafe { std::slice::from_raw_parts_mut(UnsafeCell::raw_get(self.cells.as_ptr()), len) }
+        unsafe { std::slice::from_raw_parts_mut(UnsafeCell::raw_get(cells.as_ptr()), cells.len()) }
     }
 
     /// The values, back as a vector.
     pub fn into_vec(self) -> Vec<T> {
-        self.cells
+        let (start, len) = (self.start, self.len);
+        self.storage
             .into_vec()
             .into_iter()
+            .skip(start)
+            .take(len)
             .map(UnsafeCell::into_inner)
             .collect()
     }
@@ -287,9 +307,22 @@ impl<T> SharedSlice<T> {
 }
 
 impl<T: Clone + Default> SharedSlice<T> {
-    /// `len` default values.
+    /// `len` default values, starting on a 64-byte boundary (a cache line) when `T`'s size
+    /// divides it.
     pub fn zeroed(len: usize) -> SharedSlice<T> {
-        SharedSlice::new(vec![T::default(); len])
+        let size = std::mem::size_of::<T>();
+        let slack = if size > 0 && ALIGN.is_multiple_of(size) {
+            ALIGN / size - 1
+        } else {
+            0
+        };
+        let mut buffer = SharedSlice::new(vec![T::default(); len + slack]);
+        let misaligned = buffer.storage.as_ptr() as usize % ALIGN;
+        if slack > 0 && misaligned.is_multiple_of(size) {
+            buffer.start = (ALIGN - misaligned) % ALIGN / size;
+        }
+        buffer.len = len;
+        buffer
     }
 }
 
@@ -386,7 +419,7 @@ impl<T> RectGuard<'_, T> {
         );
         // SAFETY: row `i` lies in the claimed rect, which `&mut self` lends to one caller
         // at a time.
-        unsafe { claimed_row(&self.owner.cells, self.rect, i) }
+        unsafe { claimed_row(self.owner.cells(), self.rect, i) }
     }
 
     /// The claimed elements as one raw pointer to the rect's first element; row `i`,
@@ -399,7 +432,7 @@ impl<T> RectGuard<'_, T> {
         // `UnsafeCell<T>` has `T`'s layout; an offset within (or one past) the buffer, and
         // never dereferenced here.
         self.owner
-            .cells
+            .cells()
             .as_ptr()
             .wrapping_add(self.rect.offset)
             .cast::<T>()
@@ -413,7 +446,7 @@ impl<T> RectGuard<'_, T> {
 
     /// Every row, in order; the slices are disjoint and may be held together.
     pub fn rows_mut(&mut self) -> impl ExactSizeIterator<Item = &mut [T]> + '_ {
-        let (cells, rect) = (&*self.owner.cells, self.rect);
+        let (cells, rect) = (self.owner.cells(), self.rect);
         // SAFETY: each row lies in the claimed rect, which `&mut self` lends to this
         // iterator alone, and the iterator yields each row once; rows of one rect are
         // disjoint (`claim` refuses a multi-row rect with `cols > ld`).

@@ -1,9 +1,10 @@
 //! The direct path: im2col straight into the micro-kernel's column panels, then the
 //! blocked GEMM with the weights packed at build.
 //!
-//! A column block is `columns` consecutive output pixels (flat `oy·OW + ox`, a multiple of
-//! `NR`; the last block may be shorter). Packing it writes, for each panel of `NR` pixels,
-//! the `C·kh·kw` rows of the im2col matrix restricted to those pixels: row `(c, ky, kx)`
+//! A column block is a run of consecutive output pixels (flat `oy·OW + ox`): whole panels
+//! of `NR` (the last may be short), as many as fit the cache budget, shared out evenly
+//! between the blocks (`block_count` in the parent module). Packing it writes, for each
+//! panel of `NR` pixels, the `C·kh·kw` rows of the im2col matrix restricted to those pixels: row `(c, ky, kx)`
 //! holds `x[c, oy·sy + ky − py, ox·sx + kx − px]`, zero in the padding and past the last
 //! pixel. A 1×1 stride-1 unpadded conv ("pointwise") packs plain copies of input rows.
 
@@ -14,7 +15,7 @@ use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
 use crate::simd::{Kernels, MatMut, MatRef, copy_runs, zero_runs};
 use crate::tensor::Shape;
-use taopipe_runtime::Rect;
+use taopipe_runtime::{Rect, split_range};
 
 /// Weights packed for the GEMM, and the geometry the packing needs.
 #[derive(Clone, Debug)]
@@ -24,7 +25,8 @@ pub(super) struct Direct {
     output: Shape,
     kdim: usize,
     nr: usize,
-    columns: usize,
+    /// Column blocks ([`super::block_count`]).
+    blocks: usize,
     weights: PackedA,
 }
 
@@ -80,15 +82,14 @@ impl Direct {
         blocking: &Blocking,
     ) -> Direct {
         let kdim = p.in_channels * p.kernel.0 * p.kernel.1;
+        let most = blocking.columns(kdim, kernels.nr) / kernels.nr;
         Direct {
             p,
             input,
             output,
             kdim,
             nr: kernels.nr,
-            columns: blocking
-                .columns(kdim, kernels.nr)
-                .min(output.plane().next_multiple_of(kernels.nr)),
+            blocks: super::block_count(output.plane().div_ceil(kernels.nr), most, 1),
             weights: PackedA::from_rows(kernels.mr, blocking.kc, p.out_channels, kdim, weights),
         }
     }
@@ -168,16 +169,18 @@ impl Direct {
 
 impl Engine for Direct {
     fn blocks(&self) -> usize {
-        self.output.plane().div_ceil(self.columns)
+        self.blocks
     }
 
     fn block_pixels(&self, block: usize) -> Range<usize> {
-        let start = block * self.columns;
-        start..(start + self.columns).min(self.output.plane())
+        let plane = self.output.plane();
+        let panels = split_range(plane.div_ceil(self.nr), block, self.blocks);
+        panels.start * self.nr..(panels.end * self.nr).min(plane)
     }
 
     fn packed_len(&self) -> usize {
-        packed_b_len(self.kdim, self.columns / self.nr, self.nr)
+        let panels = self.output.plane().div_ceil(self.nr).div_ceil(self.blocks);
+        packed_b_len(self.kdim, panels, self.nr)
     }
 
     fn work_len(&self, _channels: usize) -> usize {

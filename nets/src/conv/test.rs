@@ -327,3 +327,52 @@ fn gangs_of_every_width_are_bit_identical() {
     }
     assert_eq!(schedules.len(), 2, "both schedules ran");
 }
+
+#[test]
+fn block_counts_are_even_where_blocks_stay_big_enough() {
+    // ResNet50's 56×56 plane (196 panels) with 64-row reductions: 4 blocks of 49 panels.
+    assert_eq!(block_count(196, 64, 1), 4);
+    assert_eq!(block_count(196, 256, 1), 1);
+    // 29 blocks would fit; 30 share out as evenly and split in two.
+    assert_eq!(block_count(784, 27, 1), 30);
+    // 4 blocks of 14 tile rows would leave blocks of 3, fewer than the 5 asked for.
+    assert_eq!(block_count(14, 5, 5), 3);
+    // Never more blocks than units, never none.
+    assert_eq!(block_count(3, 1, 1), 3);
+    assert_eq!(block_count(0, 4, 1), 1);
+}
+
+/// Each engine's blocks cover the output plane once, in order, and differ by at most
+/// one panel (direct) or one row of tiles (Winograd).
+#[test]
+fn blocks_tile_the_plane_evenly() {
+    for (c, hw) in [
+        (3, 224),
+        (64, 56),
+        (256, 56),
+        (128, 28),
+        (512, 14),
+        (512, 7),
+        (64, 27),
+    ] {
+        let p = Conv2dParams::new(c, 64, 3, 1, 1);
+        let (conv, _) = random_conv(p, Shape::new(c, hw, hw), 1);
+        for algo in ConvAlgo::ALL.into_iter().filter(|a| a.applies(&p)) {
+            let conv = conv.clone().with_algo(algo).unwrap();
+            let engine = &conv.engine;
+            let (plane, unit) = match algo {
+                ConvAlgo::Direct => (hw * hw, conv.kernels.nr),
+                ConvAlgo::Winograd => (hw * hw, 4 * hw),
+            };
+            let ranges: Vec<_> = (0..engine.blocks())
+                .map(|b| engine.block_pixels(b))
+                .collect();
+            assert_eq!(ranges.first().unwrap().start, 0);
+            assert_eq!(ranges.last().unwrap().end, plane, "{algo:?} {c}x{hw}");
+            assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+            let lens: Vec<usize> = ranges.iter().map(|r| r.len().div_ceil(unit)).collect();
+            let (lo, hi) = (lens.iter().min().unwrap(), lens.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{algo:?} {c}x{hw}: blocks of {lens:?} units");
+        }
+    }
+}

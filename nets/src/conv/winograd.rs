@@ -13,7 +13,8 @@
 //! A block is whole rows of tiles, so its output is a contiguous run of each channel
 //! plane. Rows per block: enough that the packed `V` of a block takes about half of L2,
 //! but at least `4·NR` tiles (or the whole layer), since the GEMMs' `n` is the block's
-//! tile count and a short `n` wastes the micro-kernel's columns.
+//! tile count and a short `n` wastes the micro-kernel's columns; the rows are then shared
+//! out evenly (`block_count` in the parent module).
 //!
 //! # Accuracy
 //! The transforms' constants (up to 5 in `Bᵀ`, 8 in `Aᵀ`, 1/24 in `G`) amplify rounding:
@@ -36,7 +37,7 @@ use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
 use crate::simd::{Kernels, MatMut};
 use crate::tensor::Shape;
-use taopipe_runtime::Rect;
+use taopipe_runtime::{Rect, split_range};
 
 /// Output tile side.
 const M: usize = 4;
@@ -98,6 +99,9 @@ pub(crate) struct Geometry {
 pub(super) struct Winograd {
     geo: Geometry,
     th: usize,
+    /// Blocks of tile rows ([`super::block_count`]).
+    blocks: usize,
+    /// Tile rows of the largest block.
     rows_per_block: usize,
     nr: usize,
     /// Output channels per run of 36 GEMMs and output transforms (bounds the work memory).
@@ -118,9 +122,8 @@ impl Winograd {
         let (c, k) = (p.in_channels, p.out_channels);
         let (th, tw) = (output.h.div_ceil(M), output.w.div_ceil(M));
         let target = blocking.column_bytes / (XI * c * 4);
-        let rows_per_block = (target / tw)
-            .max((4 * kernels.nr).div_ceil(tw))
-            .clamp(1, th);
+        let least = (4 * kernels.nr).div_ceil(tw);
+        let blocks = super::block_count(th, (target / tw).max(least), least);
         // U[ξ][k][c] = (G g Gᵀ)[ξ] in f64.
         let mut u = vec![0.0f32; XI * k * c];
         for kk in 0..k {
@@ -162,7 +165,8 @@ impl Winograd {
                 tw,
             },
             th,
-            rows_per_block,
+            blocks,
+            rows_per_block: th.div_ceil(blocks),
             nr: kernels.nr,
             sub: (blocking.mc / 2).max(kernels.mr) / kernels.mr * kernels.mr,
             weights,
@@ -170,14 +174,13 @@ impl Winograd {
     }
 
     fn block_tiles(&self, block: usize) -> Range<usize> {
-        let ty0 = block * self.rows_per_block;
-        ty0..(ty0 + self.rows_per_block).min(self.th)
+        split_range(self.th, block, self.blocks)
     }
 }
 
 impl Engine for Winograd {
     fn blocks(&self) -> usize {
-        self.th.div_ceil(self.rows_per_block)
+        self.blocks
     }
 
     fn block_pixels(&self, block: usize) -> Range<usize> {

@@ -220,7 +220,9 @@ impl FromStr for Isa {
 /// The CPU runs the kernel's ISA; panel `p < ceil(rows / MR)` of `a` holds `kc·MR` floats
 /// at `p·a_step`; `b` holds `kc·NR`; `c` addresses `rows` rows of `NR` floats at stride
 /// `ldc`, writable and aliasing nothing else; `bias` is null or holds `rows` floats;
-/// `residual` is null or addresses `rows × NR` at `ldr`.
+/// `residual` is null or addresses `rows × NR` at `ldr`. A narrow kernel
+/// ([`Kernels::gemm_narrow`]) reads and writes only the first `lanes` columns of `c` and of
+/// the residual.
 pub(crate) type GemmFn = unsafe fn(&RawTile);
 
 /// The raw row-dot kernel of [`Kernels::dot_rows`].
@@ -291,6 +293,10 @@ pub struct Kernels {
     /// Floats per vector register.
     pub lanes: usize,
     pub(crate) gemm: GemmFn,
+    /// The kernel of a panel's first `lanes` columns, for panels that short (a 7×7
+    /// plane's 49 pixels end in a panel of one): half the FMAs of [`Kernels::gemm`]'s
+    /// kernel where the tile is two vectors wide. `None` where the tile is one vector.
+    pub(crate) gemm_narrow: Option<GemmFn>,
     pub(crate) dot_rows: DotRowsFn,
     pub(crate) fma_probe: FmaProbeFn,
     pub(crate) winograd_input: WinogradInputFn,
@@ -318,8 +324,9 @@ impl Kernels {
     /// `C (=|+=) A·B` for one column panel: `a` holds packed `MR`-row panels of the
     /// reduction (`kc × MR` each, k-major, `a_step` floats apart), `b` a packed `kc × NR`
     /// panel, `c` any number of rows by at most `NR` columns; the epilogue (last `kc`
-    /// block only) as [`Epilogue`]. Columns short of `NR` run the full kernel on a local
-    /// copy, so every element sees the same operations whatever the tile's size.
+    /// block only) as [`Epilogue`]. Columns short of `NR` run on a local copy, with the
+    /// narrow kernel where they fit its vector: every element sees the same operations
+    /// (one FMA chain over `k`, then the epilogue) whatever the tile's size.
     ///
     /// # Panics
     /// If a panel is too short, `c` is wider than `NR`, or the epilogue's bias or residual
@@ -369,31 +376,13 @@ impl Kernels {
             }
         }
         if cols == nr {
-            let raw = RawTile {
-                kc,
-                rows,
-                a: a.as_ptr(),
-                a_step,
-                b: b.as_ptr(),
-                c: c.as_mut_ptr(),
-                ldc: c.ld(),
-                accumulate,
-                bias: epilogue.map_or(std::ptr::null(), |e| e.bias.as_ptr()),
-                residual: epilogue
-                    .and_then(|e| e.residual.as_ref())
-                    .map_or(std::ptr::null(), MatRef::as_ptr),
-                ldr: epilogue
-                    .and_then(|e| e.residual.as_ref())
-                    .map_or(0, MatRef::ld),
-                relu: epilogue.is_some_and(|e| e.relu),
-            };
-            // SAFETY: `Isa::kernels` checked the CPU runs this table's ISA; the asserts
-            // above checked the panels' extents, that `c` (a `MatMut`: exclusive and in
-            // bounds by construction) is `rows × NR`, that `bias` has `rows` values and
-            // that the residual (a `MatRef`, in bounds) covers `rows × NR`.
-            unsafe { (self.gemm)(&raw) };
+            // SAFETY: the asserts above checked the panels' extents, that `c` (a `MatMut`:
+            // exclusive and in bounds by construction) is `rows × NR`, that `bias` has
+            // `rows` values and that the residual (a `MatRef`, in bounds) covers it.
+            unsafe { self.run(self.gemm, kc, a, a_step, b, c, accumulate, epilogue) };
             return;
         }
+        let narrow = self.gemm_narrow.filter(|_| cols <= self.lanes);
         // Short columns: each panel on a local MR × NR copy.
         for p in 0..panels {
             let r0 = p * mr;
@@ -419,19 +408,54 @@ impl Kernels {
                 relu: e.relu,
             });
             let mut local = MatMut::from_slice(tile, nr, h, nr);
-            self.gemm(
-                kc,
-                &a[p * a_step..],
-                a_step,
-                b,
-                &mut local,
-                accumulate,
-                e.as_ref(),
-            );
+            let a = &a[p * a_step..];
+            // SAFETY: as above, for the local `h × NR` tile and residual copy; panel `p`
+            // of `a` is the first of `a[p·a_step..]`.
+            unsafe {
+                let kernel = narrow.unwrap_or(self.gemm);
+                self.run(kernel, kc, a, a_step, b, &mut local, accumulate, e.as_ref());
+            }
             for i in 0..h {
                 c.row_mut(r0 + i).copy_from_slice(&local.row(i)[..cols]);
             }
         }
+    }
+
+    /// Calls `kernel` (this table's [`Kernels::gemm`] or `gemm_narrow`) on `c`.
+    ///
+    /// # Safety
+    /// The [`GemmFn`] contract for `c.rows()` rows: `a`, `b`, the bias and the residual
+    /// cover them, and `c` has `NR` columns (the first `lanes` for the narrow kernel).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run(
+        &self,
+        kernel: GemmFn,
+        kc: usize,
+        a: &[f32],
+        a_step: usize,
+        b: &[f32],
+        c: &mut MatMut<'_>,
+        accumulate: bool,
+        epilogue: Option<&Epilogue<'_>>,
+    ) {
+        let residual = epilogue.and_then(|e| e.residual.as_ref());
+        let raw = RawTile {
+            kc,
+            rows: c.rows(),
+            a: a.as_ptr(),
+            a_step,
+            b: b.as_ptr(),
+            c: c.as_mut_ptr(),
+            ldc: c.ld(),
+            accumulate,
+            bias: epilogue.map_or(std::ptr::null(), |e| e.bias.as_ptr()),
+            residual: residual.map_or(std::ptr::null(), MatRef::as_ptr),
+            ldr: residual.map_or(0, MatRef::ld),
+            relu: epilogue.is_some_and(|e| e.relu),
+        };
+        // SAFETY: `Isa::kernels` checked the CPU runs this table's ISA; the caller, the
+        // rest of the contract.
+        unsafe { kernel(&raw) };
     }
 
     /// `y[r] = Σ_j w[r·n + j] · x[j]` for `r < y.len()`, `n = x.len()`: the FC layer's

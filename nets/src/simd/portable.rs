@@ -20,6 +20,7 @@ pub(super) static PORTABLE: Kernels = Kernels {
     nr: NR,
     lanes: 1,
     gemm,
+    gemm_narrow: None,
     dot_rows,
     fma_probe,
     winograd_input,

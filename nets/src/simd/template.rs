@@ -25,36 +25,40 @@ macro_rules! isa_kernels {
             pub(crate) const LANES: usize = $lanes;
 
             /// The GEMM micro-kernel: full `MR`-row panels, then the remainder rows with
-            /// a kernel of exactly that many rows (no wasted FMAs, no copies).
+            /// a kernel of exactly that many rows (no wasted FMAs, no copies). It computes
+            /// `NV` vectors of columns from B panels `NB` vectors wide: `NV < NB` is the
+            /// narrow kernel of a panel's first columns.
             ///
             /// # Safety
             /// See [`super::super::GemmFn`]; the CPU has the target features.
             #[target_feature(enable = $feat)]
-            pub(crate) unsafe fn gemm<const MR: usize, const NV: usize>(t: &RawTile) {
+            pub(crate) unsafe fn gemm<const MR: usize, const NV: usize, const NB: usize>(
+                t: &RawTile,
+            ) {
                 let full = t.rows / MR;
                 // SAFETY: panel `p` lies at `p·a_step` and rows `p·MR..` of `c`, the bias
                 // and the residual exist for every `p < ceil(rows / MR)` (the contract).
                 unsafe {
                     for p in 0..full {
-                        tile::<MR, NV>(t, p * MR, MR, t.a.add(p * t.a_step));
+                        tile::<MR, NV, NB>(t, p * MR, MR, t.a.add(p * t.a_step));
                     }
                     let (r0, a) = (full * MR, t.a.add(full * t.a_step));
                     match t.rows - r0 {
-                        1 => tile::<1, NV>(t, r0, MR, a),
-                        2 => tile::<2, NV>(t, r0, MR, a),
-                        3 => tile::<3, NV>(t, r0, MR, a),
-                        4 => tile::<4, NV>(t, r0, MR, a),
-                        5 => tile::<5, NV>(t, r0, MR, a),
-                        6 => tile::<6, NV>(t, r0, MR, a),
-                        7 => tile::<7, NV>(t, r0, MR, a),
-                        8 => tile::<8, NV>(t, r0, MR, a),
-                        9 => tile::<9, NV>(t, r0, MR, a),
-                        10 => tile::<10, NV>(t, r0, MR, a),
-                        11 => tile::<11, NV>(t, r0, MR, a),
-                        12 => tile::<12, NV>(t, r0, MR, a),
-                        13 => tile::<13, NV>(t, r0, MR, a),
-                        14 => tile::<14, NV>(t, r0, MR, a),
-                        15 => tile::<15, NV>(t, r0, MR, a),
+                        1 => tile::<1, NV, NB>(t, r0, MR, a),
+                        2 => tile::<2, NV, NB>(t, r0, MR, a),
+                        3 => tile::<3, NV, NB>(t, r0, MR, a),
+                        4 => tile::<4, NV, NB>(t, r0, MR, a),
+                        5 => tile::<5, NV, NB>(t, r0, MR, a),
+                        6 => tile::<6, NV, NB>(t, r0, MR, a),
+                        7 => tile::<7, NV, NB>(t, r0, MR, a),
+                        8 => tile::<8, NV, NB>(t, r0, MR, a),
+                        9 => tile::<9, NV, NB>(t, r0, MR, a),
+                        10 => tile::<10, NV, NB>(t, r0, MR, a),
+                        11 => tile::<11, NV, NB>(t, r0, MR, a),
+                        12 => tile::<12, NV, NB>(t, r0, MR, a),
+                        13 => tile::<13, NV, NB>(t, r0, MR, a),
+                        14 => tile::<14, NV, NB>(t, r0, MR, a),
+                        15 => tile::<15, NV, NB>(t, r0, MR, a),
                         _ => {}
                     }
                 }
@@ -66,7 +70,7 @@ macro_rules! isa_kernels {
             /// As [`gemm`], for rows `r0..r0 + R` and the panel at `a`.
             #[target_feature(enable = $feat)]
             #[inline]
-            unsafe fn tile<const R: usize, const NV: usize>(
+            unsafe fn tile<const R: usize, const NV: usize, const NB: usize>(
                 t: &RawTile,
                 r0: usize,
                 ak: usize,
@@ -74,8 +78,9 @@ macro_rules! isa_kernels {
             ) {
                 let mut acc = [[$zero(); NV]; R];
                 // SAFETY (whole body): the panel at `a` holds `kc·ak` floats (`R <= ak`),
-                // `b` holds `kc·NR`, and rows `r0..r0 + R` of `c` (NR writable floats
-                // each at `ldc`), of the bias and of the residual exist (the contract).
+                // `b` holds `kc·NB·LANES`, and rows `r0..r0 + R` of `c` (`NV·LANES`
+                // writable floats each at `ldc`), of the bias and of the residual exist
+                // (the contract).
                 unsafe {
                     let c = t.c.add(r0 * t.ldc);
                     if t.accumulate {
@@ -98,7 +103,7 @@ macro_rules! isa_kernels {
                             }
                         }
                         a = a.add(ak);
-                        b = b.add(NV * LANES);
+                        b = b.add(NB * LANES);
                     }
                     if !t.bias.is_null() {
                         let zero = $zero();
@@ -251,7 +256,12 @@ macro_rules! table {
             mr: $mr,
             nr: $nv * $m::LANES,
             lanes: $m::LANES,
-            gemm: $m::gemm::<$mr, $nv>,
+            gemm: $m::gemm::<$mr, $nv, $nv>,
+            gemm_narrow: if $nv > 1 {
+                Some($m::gemm::<$mr, 1, $nv> as $crate::simd::GemmFn)
+            } else {
+                None
+            },
             dot_rows: $m::dot_rows,
             fma_probe: $m::fma_probe,
             winograd_input: $m::winograd_input,

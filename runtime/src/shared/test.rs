@@ -475,3 +475,32 @@ proptest! {
         check_against_model(40, &claims);
     }
 }
+
+/// `zeroed` buffers start on a cache line and hold exactly the elements asked for: the
+/// slack skipped to align them is neither readable nor writable nor returned.
+#[test]
+fn zeroed_buffers_start_on_a_cache_line_and_hide_their_slack() {
+    // 40 000 floats (160 KB) come from mmap, 16 bytes past a page, without the slack.
+    for len in [1usize, 15, 1000, 40_000] {
+        let buf = SharedSlice::<f32>::zeroed(len);
+        assert_eq!(buf.len(), len);
+        {
+            let mut last = buf.write(len - 1..len).expect("the last element");
+            last[0] = 7.0;
+        }
+        assert!(buf.write(len..len + 1).is_err(), "past the end of {len}");
+        let read = buf.read().expect("no writers");
+        assert_eq!(read.as_ptr() as usize % 64, 0, "{len} floats");
+        assert_eq!(read.len(), len);
+        drop(read);
+        let values = buf.into_vec();
+        assert_eq!(values.len(), len);
+        assert_eq!(values[len - 1], 7.0);
+        assert!(values[..len - 1].iter().all(|&v| v == 0.0));
+    }
+    // A size that does not divide 64 is not aligned, but still exact.
+    let odd = SharedSlice::<[u8; 3]>::zeroed(5);
+    assert_eq!(odd.len(), 5);
+    assert_eq!(odd.into_vec(), vec![[0u8; 3]; 5]);
+    assert!(SharedSlice::<f32>::zeroed(0).is_empty());
+}
