@@ -160,12 +160,12 @@ impl<T> SharedSlice<T> {
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.cells().len()
+        self.len
     }
 
     /// Whether the buffer is empty.
     pub fn is_empty(&self) -> bool {
-        self.cells().is_empty()
+        self.len == 0
     }
 
     /// Claims `range` for writing until the guard drops.

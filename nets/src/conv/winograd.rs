@@ -101,8 +101,6 @@ pub(super) struct Winograd {
     th: usize,
     /// Blocks of tile rows ([`super::block_count`]).
     blocks: usize,
-    /// Tile rows of the largest block.
-    rows_per_block: usize,
     nr: usize,
     /// Output channels per run of 36 GEMMs and output transforms (bounds the work memory).
     sub: usize,
@@ -166,7 +164,6 @@ impl Winograd {
             },
             th,
             blocks,
-            rows_per_block: th.div_ceil(blocks),
             nr: kernels.nr,
             sub: (blocking.mc / 2).max(kernels.mr) / kernels.mr * kernels.mr,
             weights,
@@ -175,6 +172,11 @@ impl Winograd {
 
     fn block_tiles(&self, block: usize) -> Range<usize> {
         split_range(self.th, block, self.blocks)
+    }
+
+    /// Tile rows of the largest block (what the buffers are sized for).
+    fn rows_per_block(&self) -> usize {
+        self.th.div_ceil(self.blocks)
     }
 }
 
@@ -190,18 +192,18 @@ impl Engine for Winograd {
     }
 
     fn packed_len(&self) -> usize {
-        let panels = (self.rows_per_block * self.geo.tw).div_ceil(self.nr);
+        let panels = (self.rows_per_block() * self.geo.tw).div_ceil(self.nr);
         XI * packed_b_len(self.geo.c, panels, self.nr)
     }
 
     fn work_len(&self, channels: usize) -> usize {
-        let tiles = self.rows_per_block * self.geo.tw;
+        let tiles = self.rows_per_block() * self.geo.tw;
         XI * channels.min(self.sub) * tiles.next_multiple_of(self.nr)
             + output_work_len(tiles, self.geo.tw)
     }
 
     fn pack_work_len(&self) -> usize {
-        input_work_len(self.rows_per_block * self.geo.tw, self.geo.tw)
+        input_work_len(self.rows_per_block() * self.geo.tw, self.geo.tw)
     }
 
     fn pack_units(&self, _block: usize) -> usize {
