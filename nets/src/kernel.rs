@@ -3,10 +3,12 @@
 //! A layer's output is cut into a fixed list of *chunks* that depends on the layer's shape
 //! only, never on how many workers run it. A chunk is a contiguous range of the flat CHW
 //! output and is always computed by the same code with the same shapes, so every output
-//! element comes from exactly the same float operations whatever the gang width. Rank `r`
-//! of a gang of `w` computes chunks [`Kernel::rank_chunks`]`(r, w)`
-//! (= `split_range(chunks, r, w)`), a contiguous run whose output is the contiguous range
-//! [`Kernel::output_range`].
+//! element comes from exactly the same float operations whatever the gang width. A gang
+//! of `w` cuts the chunks into at most [`ITEMS_PER_RANK`]` · w` contiguous runs, and each
+//! rank computes the runs it claims as it gets free ([`TaskCtx::share`]), writing the
+//! contiguous range [`Kernel::output_range`] of each. [`Kernel::rank_chunks`]`(r, w)`
+//! (= `split_range(chunks, r, w)`) is the even static share, for callers that split a
+//! layer themselves.
 
 use std::fmt;
 use std::ops::Range;
@@ -19,6 +21,11 @@ use crate::tensor::Shape;
 /// How many chunks a layer aims for: enough for a 16-worker gang with two chunks each, so
 /// that a gang of 16 does not lose much to the chunk it cannot split.
 pub const TARGET_CHUNKS: usize = 32;
+
+/// Items of work per rank when a gang shares a layer ([`TaskCtx::share`]): enough that a
+/// late or slow rank's share can move to the others, few enough that an item is still a
+/// sizeable piece of work.
+pub const ITEMS_PER_RANK: usize = 4;
 
 /// Reusable per-worker scratch memory (packed activations, transform tiles).
 ///
@@ -169,14 +176,15 @@ pub trait Kernel: Send + Sync + fmt::Debug {
         out
     }
 
-    /// Rank `ctx.rank()`'s share of the whole layer, run by every rank of a gang of
+    /// Rank `ctx.rank()`'s part of the whole layer, run by every rank of a gang of
     /// `ctx.width()` (the model's layer task): `inputs` are whole, `output` is the layer's
     /// buffer, which the ranks write in disjoint parts (it may be longer than the output:
-    /// the layer writes its first `out_shape().len()` floats), and `workspace` a pair of
-    /// buffers the gang may share. Every output element must come from the float operations of
-    /// [`Kernel::compute_chunks`], whatever the width.
+    /// the layer writes its first `out_shape().len()` floats), and `workspace` a buffer
+    /// the gang may share. Every output element must come from the float operations of
+    /// [`Kernel::compute_chunks`], whatever the width and whichever rank computes it.
     ///
-    /// The default computes [`Kernel::rank_chunks`] into one claim of their range; a
+    /// The default cuts the chunks into at most [`ITEMS_PER_RANK`]` · width` runs that
+    /// the ranks claim as they get free, each computed into one claim of its range; a
     /// convolution overrides it to pack each input block once for the whole gang.
     ///
     /// # Panics
@@ -190,29 +198,33 @@ pub trait Kernel: Send + Sync + fmt::Debug {
         scratch: &mut Scratch,
     ) {
         let _ = workspace;
-        let chunks = self.rank_chunks(ctx.rank(), ctx.width());
-        if chunks.is_empty() {
-            return;
-        }
-        let mut out = output
-            .write(self.output_range(chunks.clone()))
-            .expect("the ranks of a layer write disjoint chunks");
-        self.compute_chunks(inputs, chunks, &mut out, scratch);
+        let chunks = self.chunks();
+        let items = chunks.min(ITEMS_PER_RANK * ctx.width());
+        ctx.share(
+            1,
+            |_| items,
+            |_, item| {
+                let run = split_range(chunks, item, items);
+                let mut out = output
+                    .write(self.output_range(run.clone()))
+                    .expect("the items of a layer write disjoint chunks");
+                self.compute_chunks(inputs, run, &mut out, scratch);
+            },
+        );
     }
 
-    /// Floats of each buffer of the [`Workspace`] pair [`Kernel::run_rank`] may ask for
-    /// (0: none).
+    /// Floats of the [`Workspace`] buffer [`Kernel::run_rank`] may ask for (0: none).
     fn workspace_len(&self) -> usize {
         0
     }
 }
 
-/// A pair of buffers the ranks of a gang share (a convolution packs an input block into
-/// one while the other is still being read), allocated on first use and then reused: it
-/// lives with a frame's buffers, so a pooled frame allocates it once.
+/// A buffer the ranks of a gang share (a convolution packs an input block into it, then
+/// every rank reads it), allocated on first use and then reused: it lives with a frame's
+/// buffers, so a pooled frame allocates it once.
 #[derive(Debug, Default)]
 pub struct Workspace {
-    buffers: OnceLock<[SharedSlice<f32>; 2]>,
+    buffer: OnceLock<SharedSlice<f32>>,
 }
 
 impl Workspace {
@@ -221,36 +233,34 @@ impl Workspace {
         Workspace::default()
     }
 
-    /// A workspace whose pair is allocated now, `len` floats each (none for 0): what the
+    /// A workspace whose buffer is allocated now, `len` floats (none for 0): what the
     /// layers of a frame share, sized for the largest.
     pub fn with_len(len: usize) -> Workspace {
         let workspace = Workspace::new();
         if len > 0 {
-            workspace.buffers(len);
+            workspace.buffer(len);
         }
         workspace
     }
 
-    /// The pair, of `len` floats each (allocated by the first caller; the others wait).
+    /// The buffer, of `len` floats (allocated by the first caller; the others wait).
     ///
     /// # Panics
-    /// If the pair was allocated with fewer floats (layers sharing a workspace must
-    /// allocate it for the largest: [`Workspace::with_len`]).
-    pub fn buffers(&self, len: usize) -> &[SharedSlice<f32>; 2] {
-        let pair = self
-            .buffers
-            .get_or_init(|| [SharedSlice::zeroed(len), SharedSlice::zeroed(len)]);
+    /// If it was allocated with fewer floats (layers sharing a workspace must allocate it
+    /// for the largest: [`Workspace::with_len`]).
+    pub fn buffer(&self, len: usize) -> &SharedSlice<f32> {
+        let buffer = self.buffer.get_or_init(|| SharedSlice::zeroed(len));
         assert!(
-            pair[0].len() >= len,
+            buffer.len() >= len,
             "workspace of {} floats, {len} asked",
-            pair[0].len()
+            buffer.len()
         );
-        pair
+        buffer
     }
 
-    /// Whether the buffers were allocated.
+    /// Whether the buffer was allocated.
     pub fn is_allocated(&self) -> bool {
-        self.buffers.get().is_some()
+        self.buffer.get().is_some()
     }
 }
 

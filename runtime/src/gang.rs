@@ -30,11 +30,11 @@ pub(crate) struct GangSlot {
     remaining: AtomicU32,
     /// The slowest rank's time, emulated stall included: the task's time at its place.
     slowest_ns: AtomicU64,
-    pub(crate) barrier: GangBarrier,
+    pub(crate) sync: GangSync,
 }
 
 // Every task of every graph has a slot: keep it to a few atomics.
-const _: () = assert!(std::mem::size_of::<GangSlot>() <= 24);
+const _: () = assert!(std::mem::size_of::<GangSlot>() <= 32);
 
 impl GangSlot {
     /// Arms the slot for a gang of `width` ranks. The dispatcher calls it before queuing
@@ -44,7 +44,7 @@ impl GangSlot {
     pub(crate) fn arm(&self, width: usize) {
         self.remaining.store(width as u32, Ordering::Relaxed);
         self.slowest_ns.store(0, Ordering::Relaxed);
-        self.barrier.reset();
+        self.sync.reset();
     }
 
     /// A rank finished after `took`. Returns the gang's time (its slowest rank) to the last
@@ -62,17 +62,23 @@ impl GangSlot {
     }
 }
 
-/// A reusable sense-reversing barrier for the ranks of one gang. It spins, then yields:
-/// gang members run at the same time by construction, so waits are short. Its width comes
-/// from the caller (the gang's place), so one barrier serves whatever place the task gets.
+/// What the ranks of one gang synchronise with: a reusable sense-reversing barrier, and a
+/// shared list of work items that ranks claim as they get free ([`GangSync::share`]). Both
+/// spin, then yield: gang members run at the same time by construction, so waits are
+/// short. The width comes from the caller (the gang's place), so one value serves whatever
+/// place the task gets.
 #[derive(Default)]
-pub(crate) struct GangBarrier {
+pub(crate) struct GangSync {
     arrived: AtomicU32,
     generation: AtomicU32,
+    /// Items of the shared list handed out so far (the next one's index).
+    claimed: AtomicU32,
+    /// Items of the shared list finished so far.
+    finished: AtomicU32,
     broken: AtomicBool,
 }
 
-impl GangBarrier {
+impl GangSync {
     /// Waits until `width` ranks arrived.
     pub(crate) fn wait(&self, width: usize) {
         if width <= 1 {
@@ -84,10 +90,56 @@ impl GangBarrier {
             self.generation.fetch_add(1, Ordering::Release);
             return;
         }
+        self.spin_until(|| self.generation.load(Ordering::Acquire) != generation);
+    }
+
+    /// Runs items of `phases` consecutive phases, phase `p` holding `len(p)` items, as
+    /// `run(p, item)`. Every rank of the gang calls it with the same phases; each item
+    /// runs exactly once, on whichever rank claims it first, and no item of a phase starts
+    /// before every item of the phases before it has finished.
+    ///
+    /// Items are numbered across phases in order and claimed one at a time from a shared
+    /// counter, so a rank that is late (descheduled, or on a slower core) takes fewer items
+    /// instead of holding the others back. Phase order then follows from one count of
+    /// finished items: an item of a phase starting at index `s` waits until `s` items have
+    /// finished, and as no later item can start before that, those are exactly the items
+    /// before `s`.
+    pub(crate) fn share(
+        &self,
+        phases: usize,
+        len: impl Fn(usize) -> usize,
+        mut run: impl FnMut(usize, usize),
+    ) {
+        let (mut phase, mut start) = (0, 0);
+        let Some(mut end) = (phases > 0).then(|| len(0)) else {
+            return;
+        };
+        let mut ready = 0;
+        loop {
+            let item = self.claimed.fetch_add(1, Ordering::Relaxed) as usize;
+            while item >= end {
+                phase += 1;
+                if phase == phases {
+                    return;
+                }
+                start = end;
+                end += len(phase);
+            }
+            if ready < start {
+                self.spin_until(|| self.finished.load(Ordering::Acquire) as usize >= start);
+                ready = start;
+            }
+            run(phase, item - start);
+            self.finished.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Spins, then yields, until `done()`; panics if another rank broke the gang.
+    fn spin_until(&self, done: impl Fn() -> bool) {
         let backoff = Backoff::new();
-        while self.generation.load(Ordering::Acquire) == generation {
+        while !done() {
             if self.broken.load(Ordering::Acquire) {
-                panic!("a gang barrier was abandoned: another rank of this task panicked");
+                panic!("a gang was abandoned: another rank of this task panicked");
             }
             if backoff.is_completed() {
                 std::thread::yield_now();
@@ -98,13 +150,15 @@ impl GangBarrier {
     }
 
     /// Called when a rank panicked: ranks waiting now, or later, give up instead of hanging.
-    pub(crate) fn break_barrier(&self) {
+    pub(crate) fn abandon(&self) {
         self.broken.store(true, Ordering::Release);
     }
 
-    /// Forgets arrivals and a break of an earlier gang (one that failed midway).
-    fn reset(&self) {
+    /// Forgets arrivals, items and a break of an earlier gang (one that failed midway).
+    pub(crate) fn reset(&self) {
         self.arrived.store(0, Ordering::Relaxed);
+        self.claimed.store(0, Ordering::Relaxed);
+        self.finished.store(0, Ordering::Relaxed);
         self.broken.store(false, Ordering::Relaxed);
     }
 }

@@ -40,7 +40,7 @@ use rand::rngs::StdRng;
 
 use crate::emulation::Speeds;
 use crate::error::RuntimeError;
-use crate::gang::{GangBarrier, GangRef};
+use crate::gang::{GangRef, GangSync};
 use crate::graph::{GraphState, Key, Retired};
 use crate::place::Place;
 use crate::ptt::{PlacePolicy, TraceTable};
@@ -453,8 +453,10 @@ impl WorkerThread {
         }
         let place = self.resolve(&graph, node);
         if place.width() == 1 && place.leader() == self.index {
-            // A barrier of one rank returns at once: the slot's is never touched.
-            let took = self.run_part(&graph, node, place, &graph.gang(node).barrier);
+            // A gang of one: only its shared work list needs arming.
+            let slot = graph.gang(node);
+            slot.arm(1);
+            let took = self.run_part(&graph, node, place, &slot.sync);
             self.finish(graph, node, place, took);
             return;
         }
@@ -484,7 +486,7 @@ impl WorkerThread {
     fn run_rank(&mut self, gang: GangRef) {
         let GangRef { graph, node, place } = gang;
         let slot = graph.gang(node);
-        let took = self.run_part(&graph, node, place, &slot.barrier);
+        let took = self.run_part(&graph, node, place, &slot.sync);
         if let Some(slowest) = slot.rank_done(took) {
             self.finish(graph, node, place, slowest);
         }
@@ -492,20 +494,14 @@ impl WorkerThread {
 
     /// Calls the task body for this worker's rank, catching a panic, then stalls as the
     /// emulated speed says. Returns the rank's time.
-    fn run_part(
-        &self,
-        graph: &GraphState,
-        node: usize,
-        place: Place,
-        barrier: &GangBarrier,
-    ) -> Duration {
+    fn run_part(&self, graph: &GraphState, node: usize, place: Place, sync: &GangSync) -> Duration {
         let start = quanta::Instant::now();
         if !graph.has_failed() {
             let ctx = TaskCtx {
                 rank: self.index - place.leader(),
                 place,
                 worker: self.index,
-                barrier,
+                sync,
             };
             let task = &graph.tasks[node];
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (task.body)(&ctx))) {
@@ -517,7 +513,7 @@ impl WorkerThread {
                     worker: self.index,
                     message: panic_message(payload.as_ref()),
                 });
-                barrier.break_barrier();
+                sync.abandon();
             }
         }
         let mut took = quanta::Instant::now().duration_since(start);

@@ -4,7 +4,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::gang::GangBarrier;
+use crate::gang::GangSync;
 use crate::place::Place;
 
 /// The body of a moldable task. Every worker of the place calls it once, at the same time,
@@ -113,7 +113,7 @@ pub struct TaskCtx<'a> {
     pub(crate) rank: usize,
     pub(crate) place: Place,
     pub(crate) worker: usize,
-    pub(crate) barrier: &'a GangBarrier,
+    pub(crate) sync: &'a GangSync,
 }
 
 impl TaskCtx<'_> {
@@ -160,7 +160,52 @@ impl TaskCtx<'_> {
     /// gangs cannot deadlock. If another rank panicked, this panics too, cancelling the
     /// task instead of hanging.
     pub fn barrier(&self) {
-        self.barrier.wait(self.width());
+        self.sync.wait(self.width());
+    }
+
+    /// Shares the items of `phases` consecutive phases (phase `p` holds `len(p)` items)
+    /// between the ranks, as they get free: `run(p, item)` runs each item exactly once, on
+    /// whichever rank claims it first, and no item of a phase starts before every item of
+    /// the earlier phases finished. Every rank must call it with the same phases.
+    ///
+    /// Unlike [`TaskCtx::split`], a rank that is late (descheduled by the OS, or on a core
+    /// that a governor or a neighbour slowed) takes fewer items instead of holding the
+    /// gang back. Which rank runs an item must not change the item's result: then results
+    /// stay bit-identical for every width.
+    ///
+    /// # Panics
+    /// If another rank of the task panicked while this one waits for a phase.
+    ///
+    /// # Examples
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::sync::atomic::{AtomicUsize, Ordering};
+    /// # use taopipe_runtime::{Place, Runtime};
+    /// let rt = Runtime::builder().workers(2).build()?;
+    /// let packed = Arc::new(AtomicUsize::new(0));
+    /// let summed = Arc::new(AtomicUsize::new(0));
+    /// let (p, s) = (packed.clone(), summed.clone());
+    /// rt.run_on(Place::new(0, 2), move |ctx| {
+    ///     // Phase 0: 6 items of packing; phase 1: 3 items that need all of it.
+    ///     ctx.share(2, |phase| [6, 3][phase], |phase, _item| {
+    ///         if phase == 0 {
+    ///             p.fetch_add(1, Ordering::Relaxed);
+    ///         } else {
+    ///             assert_eq!(p.load(Ordering::Relaxed), 6);
+    ///             s.fetch_add(1, Ordering::Relaxed);
+    ///         }
+    ///     });
+    /// })?;
+    /// assert_eq!(summed.load(Ordering::Relaxed), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn share(
+        &self,
+        phases: usize,
+        len: impl Fn(usize) -> usize,
+        run: impl FnMut(usize, usize),
+    ) {
+        self.sync.share(phases, len, run);
     }
 }
 

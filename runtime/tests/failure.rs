@@ -73,6 +73,37 @@ fn a_panicking_rank_breaks_the_barrier_instead_of_hanging_its_gang() {
     );
 }
 
+/// A rank that panics inside `share` releases the ranks waiting for its phase to finish.
+#[test]
+fn a_panicking_item_releases_ranks_waiting_for_its_phase() {
+    let rt = Runtime::builder().workers(3).build().expect("runtime");
+    let err = common::within(
+        Duration::from_secs(30),
+        "share with a panicking item",
+        move || {
+            let r = rt.run_on(Place::new(0, 3), |ctx| {
+                ctx.share(
+                    2,
+                    |_| 3,
+                    |phase, item| {
+                        if phase == 0 && item == 1 {
+                            panic!("item 1 fails");
+                        }
+                    },
+                );
+            });
+            rt.run_on(Place::new(0, 3), |ctx| ctx.share(1, |_| 9, |_, _| {}))
+                .expect("next gang runs");
+            r
+        },
+    )
+    .expect_err("panic");
+    assert!(
+        err.to_string().contains("item 1 fails"),
+        "the first panic is reported: {err}"
+    );
+}
+
 #[test]
 fn the_runtime_survives_many_panics() {
     let rt = Runtime::builder().workers(2).build().expect("runtime");

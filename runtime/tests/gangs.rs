@@ -145,3 +145,105 @@ fn width_placement_uses_a_place_of_that_width() {
     // Three ranks, each adding 3*10+1.
     assert!(widths.iter().all(|w| w.load(Ordering::SeqCst) == 93));
 }
+
+/// `TaskCtx::share` runs every item of every phase exactly once, and no item before every
+/// item of the earlier phases finished: random phase lengths (empty phases included) on
+/// every place of 4 workers, many gangs per graph, so slots are re-armed and reused.
+#[test]
+fn shared_items_run_once_each_in_phase_order() {
+    let rt = Arc::new(Runtime::builder().workers(4).build().expect("runtime"));
+    let places = rt.topology().places();
+    let mut rng = StdRng::seed_from_u64(11);
+    for round in 0..20 {
+        let phases: Vec<usize> = (0..rng.random_range(1..6))
+            .map(|_| rng.random_range(0..9))
+            .collect();
+        let total: usize = phases.iter().sum();
+        let tasks = 30;
+        let runs = Arc::new(
+            (0..tasks * total)
+                .map(|_| AtomicUsize::new(0))
+                .collect::<Vec<_>>(),
+        );
+        let finished = Arc::new(
+            (0..tasks * phases.len())
+                .map(|_| AtomicUsize::new(0))
+                .collect::<Vec<_>>(),
+        );
+        let early = Arc::new(AtomicUsize::new(0));
+        let mut g = TaskGraph::new();
+        for t in 0..tasks {
+            let place = places[rng.random_range(0..places.len())];
+            let (phases, runs, finished, early) = (
+                phases.clone(),
+                runs.clone(),
+                finished.clone(),
+                early.clone(),
+            );
+            g.add(
+                Task::new("share", move |ctx| {
+                    let fin = &finished[t * phases.len()..(t + 1) * phases.len()];
+                    ctx.share(
+                        phases.len(),
+                        |p| phases[p],
+                        |p, item| {
+                            if (0..p).any(|q| fin[q].load(Ordering::SeqCst) != phases[q]) {
+                                early.fetch_add(1, Ordering::SeqCst);
+                            }
+                            let at = phases[..p].iter().sum::<usize>() + item;
+                            runs[t * phases.iter().sum::<usize>() + at]
+                                .fetch_add(1, Ordering::SeqCst);
+                            // Long enough that ranks overlap inside a phase.
+                            common::spin_for(20 + (at % 3) as u64 * 10);
+                            fin[p].fetch_add(1, Ordering::SeqCst);
+                        },
+                    );
+                })
+                .on(place),
+            );
+        }
+        let rt = rt.clone();
+        common::within(Duration::from_secs(60), "shared items", move || rt.run(g)).expect("runs");
+        assert_eq!(
+            early.load(Ordering::SeqCst),
+            0,
+            "round {round}: an item ran before its phase"
+        );
+        for (i, r) in runs.iter().enumerate() {
+            assert_eq!(
+                r.load(Ordering::SeqCst),
+                1,
+                "round {round} {phases:?}: item {i}"
+            );
+        }
+    }
+}
+
+/// A rank that comes late leaves its items to the others: rank 1 of 2 enters `share` only
+/// after the last item ran, so rank 0 must run them all. A static split would leave half
+/// of them to rank 1 and never finish; the watchdog turns that into a failure.
+#[test]
+fn a_late_rank_leaves_its_items_to_the_others() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let ran = Arc::new((0..2).map(|_| AtomicUsize::new(0)).collect::<Vec<_>>());
+    let seen = ran.clone();
+    common::within(Duration::from_secs(30), "a late rank", move || {
+        rt.run_on(Place::new(0, 2), move |ctx| {
+            if ctx.rank() == 1 {
+                while seen.iter().map(|r| r.load(Ordering::SeqCst)).sum::<usize>() < 10 {
+                    std::thread::yield_now();
+                }
+            }
+            ctx.share(
+                2,
+                |_| 5,
+                |_, _| {
+                    seen[ctx.rank()].fetch_add(1, Ordering::SeqCst);
+                },
+            );
+        })
+    })
+    .expect("runs");
+    assert_eq!(ran[0].load(Ordering::SeqCst), 10);
+    assert_eq!(ran[1].load(Ordering::SeqCst), 0);
+}
