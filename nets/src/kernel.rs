@@ -179,8 +179,8 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     /// Rank `ctx.rank()`'s part of the whole layer, run by every rank of a gang of
     /// `ctx.width()` (the model's layer task): `inputs` are whole, `output` is the layer's
     /// buffer, which the ranks write in disjoint parts (it may be longer than the output:
-    /// the layer writes its first `out_shape().len()` floats), and `workspace` a buffer
-    /// the gang may share. Every output element must come from the float operations of
+    /// the layer writes its first `out_shape().len()` floats), and `workspace` a pair of
+    /// buffers the gang may share. Every output element must come from the float operations of
     /// [`Kernel::compute_chunks`], whatever the width and whichever rank computes it.
     ///
     /// The default cuts the chunks into at most [`ITEMS_PER_RANK`]` · width` runs that
@@ -213,18 +213,19 @@ pub trait Kernel: Send + Sync + fmt::Debug {
         );
     }
 
-    /// Floats of the [`Workspace`] buffer [`Kernel::run_rank`] may ask for (0: none).
+    /// Floats of each buffer of the [`Workspace`] pair [`Kernel::run_rank`] may ask for
+    /// (0: none).
     fn workspace_len(&self) -> usize {
         0
     }
 }
 
-/// A buffer the ranks of a gang share (a convolution packs an input block into it, then
-/// every rank reads it), allocated on first use and then reused: it lives with a frame's
-/// buffers, so a pooled frame allocates it once.
+/// A pair of buffers the ranks of a gang share (a convolution packs an input block into
+/// one while the other is still being read), allocated on first use and then reused: it
+/// lives with a frame's buffers, so a pooled frame allocates it once.
 #[derive(Debug, Default)]
 pub struct Workspace {
-    buffer: OnceLock<SharedSlice<f32>>,
+    buffers: OnceLock<[SharedSlice<f32>; 2]>,
 }
 
 impl Workspace {
@@ -233,34 +234,36 @@ impl Workspace {
         Workspace::default()
     }
 
-    /// A workspace whose buffer is allocated now, `len` floats (none for 0): what the
+    /// A workspace whose pair is allocated now, `len` floats each (none for 0): what the
     /// layers of a frame share, sized for the largest.
     pub fn with_len(len: usize) -> Workspace {
         let workspace = Workspace::new();
         if len > 0 {
-            workspace.buffer(len);
+            workspace.buffers(len);
         }
         workspace
     }
 
-    /// The buffer, of `len` floats (allocated by the first caller; the others wait).
+    /// The pair, of `len` floats each (allocated by the first caller; the others wait).
     ///
     /// # Panics
-    /// If it was allocated with fewer floats (layers sharing a workspace must allocate it
-    /// for the largest: [`Workspace::with_len`]).
-    pub fn buffer(&self, len: usize) -> &SharedSlice<f32> {
-        let buffer = self.buffer.get_or_init(|| SharedSlice::zeroed(len));
+    /// If the pair was allocated with fewer floats (layers sharing a workspace must
+    /// allocate it for the largest: [`Workspace::with_len`]).
+    pub fn buffers(&self, len: usize) -> &[SharedSlice<f32>; 2] {
+        let pair = self
+            .buffers
+            .get_or_init(|| [SharedSlice::zeroed(len), SharedSlice::zeroed(len)]);
         assert!(
-            buffer.len() >= len,
+            pair[0].len() >= len,
             "workspace of {} floats, {len} asked",
-            buffer.len()
+            pair[0].len()
         );
-        buffer
+        pair
     }
 
-    /// Whether the buffer was allocated.
+    /// Whether the buffers were allocated.
     pub fn is_allocated(&self) -> bool {
-        self.buffer.get().is_some()
+        self.buffers.get().is_some()
     }
 }
 

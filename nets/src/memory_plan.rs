@@ -57,7 +57,7 @@ pub(crate) struct MemoryPlan {
     after: Vec<Vec<usize>>,
     /// Per layer: whether its tensor is still in its buffer when the frame has run.
     kept: Vec<bool>,
-    /// Floats of the workspace buffer (0: no layer uses one).
+    /// Floats of each of the workspace's two buffers (0: no layer uses one).
     workspace_len: usize,
 }
 
@@ -183,7 +183,7 @@ impl MemoryPlan {
         self.kept[index]
     }
 
-    /// Floats of the workspace buffer.
+    /// Floats of each of the workspace's two buffers.
     pub(crate) fn workspace_len(&self) -> usize {
         self.workspace_len
     }

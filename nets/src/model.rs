@@ -499,7 +499,7 @@ impl Model {
     }
 
     /// Floats one frame's buffers hold: the input, the memory plan's output buffers and
-    /// the shared workspace. What a frame in flight costs in memory.
+    /// the shared workspace pair. What a frame in flight costs in memory.
     ///
     /// ```
     /// use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
@@ -511,7 +511,9 @@ impl Model {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn frame_floats(&self) -> usize {
-        self.input_len() + self.memory.sizes().iter().sum::<usize>() + self.memory.workspace_len()
+        self.input_len()
+            + self.memory.sizes().iter().sum::<usize>()
+            + 2 * self.memory.workspace_len()
     }
 
     /// Buffer sets of finished frames waiting in the pool (at most

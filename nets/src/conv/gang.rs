@@ -10,11 +10,12 @@
 //! - **Private**: one item per block. The rank that claims it packs the block into its
 //!   own scratch and computes every output channel of it. No waiting. Best when there are
 //!   many blocks (the early, large layers).
-//! - **Shared**: two phases per block, in order. First the block's packing units (direct:
-//!   column panels; Winograd: input channels), in up to [`ITEMS_PER_RANK`] items per rank,
-//!   are packed into the one buffer the gang shares; then its weight panels, in as many
-//!   groups, are multiplied by it. Best when there are few blocks (late layers: VGG16's
-//!   `conv4`/`conv5` are one block each).
+//! - **Shared**: a block's packing units (direct: column panels; Winograd: input channels)
+//!   are packed, in up to [`ITEMS_PER_RANK`] items per rank, into a buffer the gang shares;
+//!   then its weight panels, in as many groups, are multiplied by it. Two buffers
+//!   alternate, so packing block `b + 1` shares a phase with computing block `b`: `blocks +
+//!   1` phases in all. Best when there are few blocks (late layers: VGG16's `conv4`/`conv5`
+//!   are one block each).
 //!
 //! With a CPU hog on the second of 2 cores, ResNet50 at width 2 went from 192 to 142 ms
 //! a frame when ranks began to claim items instead of taking even shares; with both cores
@@ -95,24 +96,37 @@ impl Conv2d {
             Schedule::Shared => {
                 let items = ITEMS_PER_RANK * width;
                 let groups = panels.min(items);
-                let buffer = &workspace.buffer(self.engine.packed_len());
+                let buffers = workspace.buffers(self.engine.packed_len());
                 let work_len = self.engine.work_len(k).max(self.engine.pack_work_len());
                 let work = scratch.take(work_len);
-                // Phase 2b packs block b, phase 2b + 1 computes it.
-                let len = |phase: usize| {
-                    if phase.is_multiple_of(2) {
-                        self.engine.pack_units(phase / 2).min(items)
+                let computes = |phase: usize| if phase > 0 { groups } else { 0 };
+                let packs = |phase: usize| {
+                    if phase < blocks {
+                        self.engine.pack_units(phase).min(items)
                     } else {
-                        groups
+                        0
                     }
                 };
-                ctx.share(2 * blocks, len, |phase, item| {
-                    let block = phase / 2;
-                    if phase.is_multiple_of(2) {
+                // Phase p computes block p − 1 from one buffer while it packs block p into
+                // the other: block p − 1 was packed in the phase before, and the buffer
+                // block p overwrites was last read (by block p − 2) in the phase before.
+                let len = |phase: usize| computes(phase) + packs(phase);
+                ctx.share(blocks + 1, len, |phase, item| {
+                    if item < computes(phase) {
+                        let block = phase - 1;
+                        let mine = split_range(panels, item, groups);
+                        let channels = (mine.start * mr).min(k)..(mine.end * mr).min(k);
+                        let packed = buffers[block % 2]
+                            .read()
+                            .expect("the block is packed: its packing phase finished");
+                        self.compute_block(inputs, &packed, block, channels, output, work);
+                    } else {
+                        let block = phase;
                         let units = self.engine.pack_units(block);
+                        let item = item - computes(phase);
                         let units = split_range(units, item, units.min(items));
                         let rect = self.engine.pack_rect(block, units.clone());
-                        let mut claim = buffer
+                        let mut claim = buffers[block % 2]
                             .write_rect(rect)
                             .expect("items pack disjoint units of a block");
                         let mut view = MatMut::from_rect(&mut claim);
@@ -124,13 +138,6 @@ impl Conv2d {
                             &mut view,
                             work,
                         );
-                    } else {
-                        let mine = split_range(panels, item, groups);
-                        let channels = (mine.start * mr).min(k)..(mine.end * mr).min(k);
-                        let packed = buffer
-                            .read()
-                            .expect("the block is packed: its packing phase finished");
-                        self.compute_block(inputs, &packed, block, channels, output, work);
                     }
                 });
             }
