@@ -17,10 +17,11 @@
 //!   1` phases in all. Best when there are few blocks (late layers: VGG16's `conv4`/`conv5`
 //!   are one block each).
 //!
-//! With a CPU hog on the second of 2 cores, ResNet50 at width 2 went from 192 to 142 ms
-//! a frame when ranks began to claim items instead of taking even shares; with both cores
-//! free, VGG16 went from 131 to 121 ms and AlexNet from 21.0 to 18.7 ms (2-core Zen 3 VM,
-//! `frame --width 2`, the mean of 4 runs' medians each).
+//! With a CPU hog on the second of 2 cores, ResNet50 at width 2 went from 192 to 142–160
+//! ms a frame when ranks began to claim items instead of taking even shares; with both
+//! cores free, VGG16 went from 131 to 121 ms and AlexNet from 21.0 to 18.7 ms (2-core Zen 3
+//! VM, `frame --width 2`, the mean of 3–4 runs' medians each). On 16 ranks the one shared
+//! counter costs ResNet50 about 8% (README, "Against ONNX Runtime").
 //!
 //! Either way each input element is packed once per frame whatever the width, and each
 //! output element is computed by the operations of [`Kernel::compute_chunks`], so the
