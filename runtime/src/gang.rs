@@ -94,9 +94,10 @@ impl GangSync {
     }
 
     /// Runs items of `phases` consecutive phases, phase `p` holding `len(p)` items, as
-    /// `run(p, item)`. Every rank of the gang calls it with the same phases; each item
-    /// runs exactly once, on whichever rank claims it first, and no item of a phase starts
-    /// before every item of the phases before it has finished.
+    /// `run(p, item)`. Every one of the `width` ranks of the gang calls it with the same
+    /// phases; each item runs exactly once, on whichever rank claims it first, and no item
+    /// of a phase starts before every item of the phases before it has finished. A gang of
+    /// one runs them in order and touches no counter, as [`GangSync::wait`] does.
     ///
     /// Items are numbered across phases in order and claimed one at a time from a shared
     /// counter, so a rank that is late (descheduled, or on a slower core) takes fewer items
@@ -106,10 +107,17 @@ impl GangSync {
     /// before `s`.
     pub(crate) fn share(
         &self,
+        width: usize,
         phases: usize,
         len: impl Fn(usize) -> usize,
         mut run: impl FnMut(usize, usize),
     ) {
+        if width <= 1 {
+            for phase in 0..phases {
+                (0..len(phase)).for_each(|item| run(phase, item));
+            }
+            return;
+        }
         let (mut phase, mut start) = (0, 0);
         let Some(mut end) = (phases > 0).then(|| len(0)) else {
             return;
@@ -155,7 +163,7 @@ impl GangSync {
     }
 
     /// Forgets arrivals, items and a break of an earlier gang (one that failed midway).
-    pub(crate) fn reset(&self) {
+    fn reset(&self) {
         self.arrived.store(0, Ordering::Relaxed);
         self.claimed.store(0, Ordering::Relaxed);
         self.finished.store(0, Ordering::Relaxed);

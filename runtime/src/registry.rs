@@ -453,10 +453,9 @@ impl WorkerThread {
         }
         let place = self.resolve(&graph, node);
         if place.width() == 1 && place.leader() == self.index {
-            // A gang of one: only its shared work list needs arming.
-            let slot = graph.gang(node);
-            slot.arm(1);
-            let took = self.run_part(&graph, node, place, &slot.sync);
+            // A gang of one waits for nobody and shares with nobody: its slot is never
+            // touched, so it needs no arming.
+            let took = self.run_part(&graph, node, place, &graph.gang(node).sync);
             self.finish(graph, node, place, took);
             return;
         }

@@ -205,7 +205,7 @@ impl TaskCtx<'_> {
         len: impl Fn(usize) -> usize,
         run: impl FnMut(usize, usize),
     ) {
-        self.sync.share(phases, len, run);
+        self.sync.share(self.width(), phases, len, run);
     }
 }
 

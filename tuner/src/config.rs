@@ -180,16 +180,7 @@ impl Configuration {
                 stages: composition.len(),
             });
         }
-        let stages = composition
-            .iter()
-            .zip(places)
-            .map(|(&layers, &(leader, width))| StageConfig {
-                layers,
-                leader,
-                width,
-            })
-            .collect();
-        Configuration::new(stages, units, workers)
+        Configuration::new(stage_configs(composition, places), units, workers)
     }
 
     /// The composition placed by [`PlacePolicy::Contiguous`] on `workers` workers (the net
@@ -606,6 +597,20 @@ fn random_composition(rng: &mut SplitMix64, total: usize, parts: usize) -> Vec<u
     out
 }
 
+/// One stage per entry of `composition` (units per stage), on the matching
+/// `(leader, width)` of `places`.
+fn stage_configs(composition: &[usize], places: &[(usize, usize)]) -> Vec<StageConfig> {
+    composition
+        .iter()
+        .zip(places)
+        .map(|(&layers, &(leader, width))| StageConfig {
+            layers,
+            leader,
+            width,
+        })
+        .collect()
+}
+
 /// The iterator of [`SearchSpace::iter`].
 #[derive(Debug, Clone)]
 pub struct SpaceIter {
@@ -633,16 +638,9 @@ impl Iterator for SpaceIter {
                     && let Some(places) = mappings.get(*idx)
                 {
                     *idx += 1;
-                    let stages = c
-                        .iter()
-                        .zip(places)
-                        .map(|(&layers, &(leader, width))| StageConfig {
-                            layers,
-                            leader,
-                            width,
-                        })
-                        .collect();
-                    return Some(Configuration { stages });
+                    return Some(Configuration {
+                        stages: stage_configs(c, places),
+                    });
                 }
                 *comp = comps.next();
                 *idx = 0;

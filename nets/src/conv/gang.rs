@@ -123,9 +123,8 @@ impl Conv2d {
                         self.compute_block(inputs, &packed, block, channels, output, work);
                     } else {
                         let block = phase;
-                        let units = self.engine.pack_units(block);
                         let item = item - computes(phase);
-                        let units = split_range(units, item, units.min(items));
+                        let units = split_range(self.engine.pack_units(block), item, packs(phase));
                         let rect = self.engine.pack_rect(block, units.clone());
                         let mut claim = buffers[block % 2]
                             .write_rect(rect)
