@@ -49,7 +49,8 @@ impl PackedA {
     ) -> PackedA {
         assert!(mr > 0 && kc > 0, "MR {mr} and kc {kc} must be positive");
         let panels = rows.div_ceil(mr);
-        let mut data = vec![0.0; panels * kdim * mr];
+        // Zeros past the last panel: the lane kernel reads whole vectors of rows.
+        let mut data = vec![0.0; panels * kdim * mr + crate::simd::MAX_LANES];
         for k0 in (0..kdim).step_by(kc) {
             let kcb = kc.min(kdim - k0);
             let block = &mut data[k0 * panels * mr..(k0 + kcb) * panels * mr];

@@ -225,6 +225,11 @@ impl FromStr for Isa {
 /// the residual.
 pub(crate) type GemmFn = unsafe fn(&RawTile);
 
+/// The raw lane kernel of a few columns (`gemm_cols` in the template): [`GemmFn`]'s
+/// contract for the columns `0..cols` of `c`, B and the residual, and each panel's last
+/// `k` step readable for [`Kernels::lane_span`] floats.
+pub(crate) type GemmColsFn = unsafe fn(&RawTile, cols: usize);
+
 /// The raw row-dot kernel of [`Kernels::dot_rows`].
 ///
 /// # Safety
@@ -297,6 +302,10 @@ pub struct Kernels {
     /// plane's 49 pixels end in a panel of one): half the FMAs of [`Kernels::gemm`]'s
     /// kernel where the tile is two vectors wide. `None` where the tile is one vector.
     pub(crate) gemm_narrow: Option<GemmFn>,
+    /// The kernel of a panel's last few columns with the rows in the lanes
+    /// ([`Kernels::gemm`] uses it for at most `lanes / 2` columns past a vector). `None`
+    /// on the portable path.
+    pub(crate) gemm_cols: Option<GemmColsFn>,
     pub(crate) dot_rows: DotRowsFn,
     pub(crate) fma_probe: FmaProbeFn,
     pub(crate) winograd_input: WinogradInputFn,
@@ -316,6 +325,9 @@ pub struct Epilogue<'a> {
     /// Clamp at zero.
     pub relu: bool,
 }
+
+/// Widest vector of any table, in floats.
+pub(crate) const MAX_LANES: usize = 16;
 
 /// Largest `MR · NR` of any table (the partial-tile buffer).
 const MAX_TILE: usize = 16 * 64;
@@ -382,17 +394,52 @@ impl Kernels {
             unsafe { self.run(self.gemm, kc, a, a_step, b, c, accumulate, epilogue) };
             return;
         }
+        // Short columns: the few past the last whole vector (all of them, or those after
+        // the narrow kernel's) by the lane kernel, in place; the rest on a local copy.
+        let lane_cols = match self.gemm_cols {
+            Some(_) if kc > 0 && a.len() < (panels - 1) * a_step + (kc - 1) * mr + self.lane_span() => 0,
+            Some(_) if cols <= self.lanes / 2 => cols,
+            Some(_) if self.gemm_narrow.is_some() && cols > self.lanes => {
+                Some(cols - self.lanes).filter(|&n| n <= self.lanes / 2).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        let cols = cols - lane_cols;
+        if let (Some(kernel), true) = (self.gemm_cols, lane_cols > 0) {
+            let residual = epilogue.and_then(|e| e.residual.as_ref());
+            let raw = RawTile {
+                kc,
+                rows,
+                a: a.as_ptr(),
+                a_step,
+                b: b[cols..].as_ptr(),
+                c: c.as_mut_ptr().wrapping_add(cols),
+                ldc: c.ld(),
+                accumulate,
+                bias: epilogue.map_or(std::ptr::null(), |e| e.bias.as_ptr()),
+                residual: residual.map_or(std::ptr::null(), |r| r.as_ptr().wrapping_add(cols)),
+                ldr: residual.map_or(0, MatRef::ld),
+                relu: epilogue.is_some_and(|e| e.relu),
+            };
+            // SAFETY: as for the tiles below, for columns `cols..cols + lane_cols` of `c`,
+            // B's panel and the residual (all inside the `≤ NR` columns checked); `a`
+            // holds `lane_span` floats from the last panel's last `k` step (checked).
+            unsafe { kernel(&raw, lane_cols) };
+            if cols == 0 {
+                return;
+            }
+        }
         let narrow = self.gemm_narrow.filter(|_| cols <= self.lanes);
         // Short columns: each panel on a local MR × NR copy.
+        let mut tile = [0.0f32; MAX_TILE];
+        let mut res = [0.0f32; MAX_TILE];
         for p in 0..panels {
             let r0 = p * mr;
             let h = mr.min(rows - r0);
-            let mut tile = [0.0f32; MAX_TILE];
-            let mut res = [0.0f32; MAX_TILE];
             let tile = &mut tile[..mr * nr];
             if accumulate {
                 for i in 0..h {
-                    tile[i * nr..i * nr + cols].copy_from_slice(c.row(r0 + i));
+                    tile[i * nr..i * nr + cols].copy_from_slice(&c.row(r0 + i)[..cols]);
                 }
             }
             if let Some(r) = epilogue.and_then(|e| e.residual.as_ref()) {
@@ -416,9 +463,15 @@ impl Kernels {
                 self.run(kernel, kc, a, a_step, b, &mut local, accumulate, e.as_ref());
             }
             for i in 0..h {
-                c.row_mut(r0 + i).copy_from_slice(&local.row(i)[..cols]);
+                c.row_mut(r0 + i)[..cols].copy_from_slice(&local.row(i)[..cols]);
             }
         }
+    }
+
+    /// Floats the lane kernel reads from the start of a panel's `k` step: whole vectors
+    /// of `lanes` rows, past `MR` where it is not a multiple of `lanes`.
+    pub(crate) fn lane_span(&self) -> usize {
+        self.mr.div_ceil(self.lanes) * self.lanes
     }
 
     /// Calls `kernel` (this table's [`Kernels::gemm`] or `gemm_narrow`) on `c`.

@@ -21,6 +21,7 @@ pub(super) static PORTABLE: Kernels = Kernels {
     lanes: 1,
     gemm,
     gemm_narrow: None,
+    gemm_cols: None,
     dot_rows,
     fma_probe,
     winograd_input,

@@ -129,6 +129,134 @@ macro_rules! isa_kernels {
                 }
             }
 
+            /// A few columns of C with the rows in the vector lanes instead of the columns:
+            /// columns `0..cols` of `C[rows × ·] (=|+=) A·B`, then the epilogue, `B` a panel
+            /// `NB` vectors wide. Each `k` step loads a vector of `LANES` rows of an A panel
+            /// and multiplies it by one broadcast value of B per column. For a panel of one
+            /// column (a 7×7 plane's 49th pixel) the narrow tile used one lane in
+            /// `LANES`; this uses `MR` of `MR.div_ceil(LANES) · LANES`. Every element is
+            /// the same FMA chain over `k` (products commute exactly) and the same epilogue
+            /// as in the tiles, so the bits do not depend on which kernel computes it.
+            ///
+            /// # Safety
+            /// As [`gemm`] for `cols` columns of `c`, of B and of the residual, and panel
+            /// `p`'s last `k` step readable for `MR.div_ceil(LANES) · LANES` floats (the
+            /// vector of the last rows reads past a panel whose `MR` is not a multiple of
+            /// `LANES`).
+            #[target_feature(enable = $feat)]
+            pub(crate) unsafe fn gemm_cols<const MR: usize, const NB: usize>(
+                t: &RawTile,
+                cols: usize,
+            ) {
+                let per_panel = MR.div_ceil(LANES);
+                let vectors = t.rows.div_ceil(MR) * per_panel;
+                let mut j0 = 0;
+                // SAFETY: the contract, column by column group.
+                unsafe {
+                    while j0 < cols {
+                        match cols - j0 {
+                            1 => lane_group::<MR, NB, 1, 8>(t, j0, vectors),
+                            2 => lane_group::<MR, NB, 2, 6>(t, j0, vectors),
+                            3 => lane_group::<MR, NB, 3, 4>(t, j0, vectors),
+                            _ => lane_group::<MR, NB, 4, 3>(t, j0, vectors),
+                        }
+                        j0 += 4;
+                    }
+                }
+            }
+
+            /// Columns `j0..j0 + W` for every row vector, `G` row vectors at a time (`G·W`
+            /// accumulators). A last, partial group repeats its last vector rather than
+            /// shortening the loops, and stores it once.
+            ///
+            /// # Safety
+            /// As [`gemm_cols`], for columns `j0..j0 + W`.
+            #[target_feature(enable = $feat)]
+            #[inline]
+            unsafe fn lane_group<const MR: usize, const NB: usize, const W: usize, const G: usize>(
+                t: &RawTile,
+                j0: usize,
+                vectors: usize,
+            ) {
+                let per_panel = MR.div_ceil(LANES);
+                // Row vector `q`: its first row and how many of its lanes are rows of C.
+                let first_row = |q: usize| q / per_panel * MR + q % per_panel * LANES;
+                let lanes_of = |q: usize| {
+                    let panel_end = (q / per_panel * MR + MR).min(t.rows);
+                    (panel_end.saturating_sub(first_row(q))).min(LANES)
+                };
+                // SAFETY (whole body): row vector `q < vectors` reads A at panel
+                // `q / per_panel`, offset `q % per_panel · LANES` of each k step, inside
+                // the panel's readable span (the contract); rows `first_row(q) + i` for
+                // `i < lanes_of(q)` exist in `c`, the bias and the residual; columns
+                // `j0..j0 + W` exist in B's panel, `c` and the residual.
+                unsafe {
+                    let mut q0 = 0;
+                    while q0 < vectors {
+                        let qs: [usize; G] = std::array::from_fn(|g| (q0 + g).min(vectors - 1));
+                        let a: [*const f32; G] = std::array::from_fn(|g| {
+                            t.a.add(qs[g] / per_panel * t.a_step + qs[g] % per_panel * LANES)
+                        });
+                        let mut acc = [[$zero(); W]; G];
+                        let mut lanes = [0.0f32; LANES];
+                        if t.accumulate {
+                            for (g, row) in acc.iter_mut().enumerate() {
+                                for (j, v) in row.iter_mut().enumerate() {
+                                    for (i, l) in lanes.iter_mut().enumerate().take(lanes_of(qs[g])) {
+                                        *l = *t.c.add((first_row(qs[g]) + i) * t.ldc + j0 + j);
+                                    }
+                                    *v = $load(lanes.as_ptr());
+                                }
+                            }
+                        }
+                        let mut b = t.b.add(j0);
+                        for k in 0..t.kc {
+                            let mut bv = [$zero(); W];
+                            for (j, v) in bv.iter_mut().enumerate() {
+                                *v = $set1(*b.add(j));
+                            }
+                            for (g, row) in acc.iter_mut().enumerate() {
+                                let av = $load(a[g].add(k * MR));
+                                for (v, &bj) in row.iter_mut().zip(&bv) {
+                                    *v = $fma(av, bj, *v);
+                                }
+                            }
+                            b = b.add(NB * LANES);
+                        }
+                        for (g, row) in acc.iter().enumerate() {
+                            if g > 0 && qs[g] == qs[g - 1] {
+                                break;
+                            }
+                            let (r0, n) = (first_row(qs[g]), lanes_of(qs[g]));
+                            for (j, &v) in row.iter().enumerate() {
+                                let mut v = v;
+                                if !t.bias.is_null() {
+                                    lanes = [0.0; LANES];
+                                    for (i, l) in lanes.iter_mut().enumerate().take(n) {
+                                        *l = *t.bias.add(r0 + i);
+                                    }
+                                    v = $add(v, $load(lanes.as_ptr()));
+                                    if !t.residual.is_null() {
+                                        for (i, l) in lanes.iter_mut().enumerate().take(n) {
+                                            *l = *t.residual.add((r0 + i) * t.ldr + j0 + j);
+                                        }
+                                        v = $add(v, $load(lanes.as_ptr()));
+                                    }
+                                    if t.relu {
+                                        v = $max(v, $zero());
+                                    }
+                                }
+                                $store(lanes.as_mut_ptr(), v);
+                                for (i, &l) in lanes.iter().enumerate().take(n) {
+                                    *t.c.add((r0 + i) * t.ldc + j0 + j) = l;
+                                }
+                            }
+                        }
+                        q0 += G;
+                    }
+                }
+            }
+
             /// `y[r] = w[r] · x` for every row, four rows at a time sharing the loads of
             /// `x`. Per row: two vector accumulators over the full vectors, summed lane by
             /// lane in a fixed tree, then the tail in order: a function of `n` only.
@@ -257,6 +385,7 @@ macro_rules! table {
             nr: $nv * $m::LANES,
             lanes: $m::LANES,
             gemm: $m::gemm::<$mr, $nv, $nv>,
+            gemm_cols: Some($m::gemm_cols::<$mr, $nv> as $crate::simd::GemmColsFn),
             gemm_narrow: if $nv > 1 {
                 Some($m::gemm::<$mr, 1, $nv> as $crate::simd::GemmFn)
             } else {

@@ -46,40 +46,47 @@ fn reference(
 proptest! {
     #![proptest_config(proptest_config(48))]
 
-    /// Full and partial tiles, with and without accumulation and each epilogue part,
-    /// against the f64 reference; and a partial tile's elements are the bits of the full
-    /// tile's.
+    /// Full and partial tiles of one to three panels, with and without accumulation and
+    /// each epilogue part, against the f64 reference; and a partial tile's elements are
+    /// the bits of the full tile's, whichever kernel computes its last columns (the lane
+    /// kernel where `A` has room for its last vector of rows, else the narrow or full
+    /// tile on a copy).
     #[test]
     fn gemm_tiles_match_reference(
-        kc in 0usize..70, accumulate: bool, relu: bool, residual: bool,
-        rows_cut in 0usize..16, cols_cut in 0usize..64, seed in 0u64..1000,
+        kc in 0usize..70, accumulate: bool, relu: bool, residual: bool, padded: bool,
+        panels in 1usize..4, rows_cut in 0usize..16, cols_cut in 0usize..64, seed in 0u64..1000,
     ) {
         for k in tables() {
             let (mr, nr) = (k.mr, k.nr);
-            let a = random_vec(kc * mr, seed);
+            let m = panels * mr;
+            let pad = if padded { MAX_LANES } else { 0 };
+            let a = random_vec(panels * kc * mr + pad, seed);
             let b = random_vec(kc * nr, seed + 1);
-            let c0 = random_vec(mr * nr, seed + 2);
-            let bias = random_vec(mr, seed + 3);
-            let res = random_vec(mr * nr, seed + 4);
+            let c0 = random_vec(m * nr, seed + 2);
+            let bias = random_vec(m, seed + 3);
+            let res = random_vec(m * nr, seed + 4);
             let e = Epilogue {
                 bias: &bias,
-                residual: residual.then(|| MatRef::from_slice(&res, nr, mr, nr)),
+                residual: residual.then(|| MatRef::from_slice(&res, nr, m, nr)),
                 relu,
             };
             let mut full = c0.clone();
-            k.gemm(kc, &a, kc * mr, &b, &mut MatMut::from_slice(&mut full, nr, mr, nr), accumulate, Some(&e));
-            let want = reference(
-                k, kc, &a, &b, accumulate.then_some(&c0[..]), &bias,
-                residual.then_some(&res[..]), relu,
-            );
-            for (i, (&g, &w)) in full.iter().zip(&want).enumerate() {
-                let bound = 1e-5 * (kc as f64 + 3.0);
-                prop_assert!((f64::from(g) - w).abs() <= bound, "{k}: element {i}: {g} vs {w}");
+            k.gemm(kc, &a, kc * mr, &b, &mut MatMut::from_slice(&mut full, nr, m, nr), accumulate, Some(&e));
+            for p in 0..panels {
+                let want = reference(
+                    k, kc, &a[p * kc * mr..], &b,
+                    accumulate.then_some(&c0[p * mr * nr..]), &bias[p * mr..],
+                    residual.then_some(&res[p * mr * nr..]), relu,
+                );
+                for (i, (&g, &w)) in full[p * mr * nr..(p + 1) * mr * nr].iter().zip(&want).enumerate() {
+                    let bound = 1e-5 * (kc as f64 + 3.0);
+                    prop_assert!((f64::from(g) - w).abs() <= bound, "{k}: panel {p} element {i}: {g} vs {w}");
+                }
             }
             // A partial tile in the middle of a bigger output (ld > cols).
-            let (rows, cols) = (mr - rows_cut % mr, nr - cols_cut % nr);
+            let (rows, cols) = (m - rows_cut % mr, nr - cols_cut % nr);
             let ld = nr + 3;
-            let mut big = vec![f32::NAN; mr * ld];
+            let mut big = vec![f32::NAN; m * ld];
             for i in 0..rows {
                 big[i * ld..i * ld + cols].copy_from_slice(&c0[i * nr..i * nr + cols]);
             }
@@ -87,10 +94,14 @@ proptest! {
             k.gemm(kc, &a, kc * mr, &b, &mut view, accumulate, Some(&e));
             for i in 0..rows {
                 for j in 0..cols {
-                    prop_assert_eq!(big[i * ld + j].to_bits(), full[i * nr + j].to_bits());
+                    prop_assert_eq!(
+                        big[i * ld + j].to_bits(), full[i * nr + j].to_bits(),
+                        "{}: row {} column {} of {}×{}", k, i, j, rows, cols
+                    );
                 }
                 prop_assert!(big[i * ld + cols..(i + 1) * ld].iter().all(|v| v.is_nan()));
             }
+            prop_assert!(big[rows * ld..].iter().all(|v| v.is_nan()));
         }
     }
 
