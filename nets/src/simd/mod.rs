@@ -336,9 +336,11 @@ impl Kernels {
     /// `C (=|+=) A·B` for one column panel: `a` holds packed `MR`-row panels of the
     /// reduction (`kc × MR` each, k-major, `a_step` floats apart), `b` a packed `kc × NR`
     /// panel, `c` any number of rows by at most `NR` columns; the epilogue (last `kc`
-    /// block only) as [`Epilogue`]. Columns short of `NR` run on a local copy, with the
-    /// narrow kernel where they fit its vector: every element sees the same operations
-    /// (one FMA chain over `k`, then the epilogue) whatever the tile's size.
+    /// block only) as [`Epilogue`]. Columns short of `NR`: up to half a vector past the
+    /// last whole vector by the lane kernel (rows in the lanes), exactly one vector by the
+    /// narrow kernel, both in place; other widths on a local copy, with the narrow kernel
+    /// where they fit its vector. Every element sees the same operations (one FMA chain
+    /// over `k`, then the epilogue) whatever the tile's size and kernel.
     ///
     /// # Panics
     /// If a panel is too short, `c` is wider than `NR`, or the epilogue's bias or residual
@@ -395,7 +397,8 @@ impl Kernels {
             return;
         }
         // Short columns: the few past the last whole vector (all of them, or those after
-        // the narrow kernel's) by the lane kernel, in place; the rest on a local copy.
+        // the narrow kernel's) by the lane kernel, in place; then one vector of columns by
+        // the narrow kernel, in place; any other width on a local copy.
         let lane_cols = match self.gemm_cols {
             Some(_) if kc > 0 && a.len() < (panels - 1) * a_step + (kc - 1) * mr + self.lane_span() => 0,
             Some(_) if cols <= self.lanes / 2 => cols,
@@ -429,8 +432,14 @@ impl Kernels {
                 return;
             }
         }
-        let narrow = self.gemm_narrow.filter(|_| cols <= self.lanes);
-        // Short columns: each panel on a local MR × NR copy.
+        if let (Some(narrow), true) = (self.gemm_narrow, cols == self.lanes) {
+            // SAFETY: as for the whole tile above; the narrow kernel reads and writes the
+            // first `lanes` columns of `c` and of the residual, which has that many.
+            unsafe { self.run(narrow, kc, a, a_step, b, c, accumulate, epilogue) };
+            return;
+        }
+        let narrow = self.gemm_narrow.filter(|_| cols < self.lanes);
+        // Other short columns: each panel on a local MR × NR copy.
         let mut tile = [0.0f32; MAX_TILE];
         let mut res = [0.0f32; MAX_TILE];
         for p in 0..panels {
