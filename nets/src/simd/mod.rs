@@ -298,9 +298,10 @@ pub struct Kernels {
     /// Floats per vector register.
     pub lanes: usize,
     pub(crate) gemm: GemmFn,
-    /// The kernel of a panel's first `lanes` columns, for panels that short (a 7×7
-    /// plane's 49 pixels end in a panel of one): half the FMAs of [`Kernels::gemm`]'s
-    /// kernel where the tile is two vectors wide. `None` where the tile is one vector.
+    /// The kernel of a panel's first `lanes` columns, for panels about that short (a
+    /// 28×28 plane's 784 pixels end in a panel of 16 on AVX-512): half the FMAs of
+    /// [`Kernels::gemm`]'s kernel where the tile is two vectors wide. `None` where the
+    /// tile is one vector.
     pub(crate) gemm_narrow: Option<GemmFn>,
     /// The kernel of a panel's last few columns with the rows in the lanes
     /// ([`Kernels::gemm`] uses it for at most `lanes / 2` columns past a vector). `None`

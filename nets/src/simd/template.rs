@@ -9,6 +9,11 @@
 //! of B, broadcasts `MR` values of A and issues `MR · NV` FMAs. Every output element is one
 //! FMA chain over `k` in order, then the epilogue, whatever the tile it falls in: that is
 //! what makes results independent of how a layer is cut.
+//!
+//! # Lane kernel
+//! The last few columns of a short panel (a 7×7 plane's 49th pixel) turn the tile around:
+//! a vector of `LANES` rows of A times one broadcast value of B per column (`gemm_cols`).
+//! Its products are the tile's, operands swapped, so every element keeps its bits.
 
 /// Generates one ISA's kernels in a module `$m`. `$v` is the vector type, `$lanes` its
 /// width, `$chains` the FMA probe's independent chains, and the rest the intrinsics of
