@@ -47,6 +47,12 @@ impl GangSlot {
         self.sync.reset();
     }
 
+    /// Whether ranks of the gang (or of a later dispatch of the task) still run: what a
+    /// rank that left it waits on before it parks (the registry's `GANG_LINGER`).
+    pub(crate) fn running(&self) -> bool {
+        self.remaining.load(Ordering::Relaxed) > 0
+    }
+
     /// A rank finished after `took`. Returns the gang's time (its slowest rank) to the last
     /// rank, `None` to the others. A rank touches the slot no more after this.
     pub(crate) fn rank_done(&self, took: Duration) -> Option<Duration> {
