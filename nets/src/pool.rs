@@ -185,13 +185,14 @@ impl Kernel for Pool2d {
         // padded with −∞ on both sides, which max ignores exactly as it ignores padding,
         // in `k` vectorisable passes over the outputs.
         let column = scratch.take(w + 2 * pad);
-        column[..pad].fill(f32::NEG_INFINITY);
-        column[pad + w..].fill(f32::NEG_INFINITY);
         for c in channels {
             let plane = &input[c * h * w..(c + 1) * h * w];
             let dst = &mut out[(c - first) * oh * ow..(c - first + 1) * oh * ow];
             for oy in 0..oh {
                 let (y0, y1) = self.window(oy, h);
+                // The padding again: `max_columns` reduces the row in place.
+                column[..pad].fill(f32::NEG_INFINITY);
+                column[pad + w..].fill(f32::NEG_INFINITY);
                 let inner = &mut column[pad..pad + w];
                 inner.copy_from_slice(&plane[y0 * w..(y0 + 1) * w]);
                 for y in y0 + 1..y1 {
@@ -204,11 +205,7 @@ impl Kernel for Pool2d {
                 }
                 let dst = &mut dst[oy * ow..(oy + 1) * ow];
                 if max {
-                    match s {
-                        1 => max_columns::<1>(column, k, dst),
-                        2 => max_columns::<2>(column, k, dst),
-                        _ => max_columns_any(column, k, s, dst),
-                    }
+                    max_columns(column, k, s, dst);
                 } else {
                     for (ox, d) in dst.iter_mut().enumerate() {
                         let (x0, x1) = self.window(ox, w);
@@ -221,27 +218,27 @@ impl Kernel for Pool2d {
     }
 }
 
-/// `dst[o]` = the max of `column[o·S .. o·S + k]`, as `k` passes over `dst` (a constant
-/// stride lets each pass vectorise).
-fn max_columns<const S: usize>(column: &[f32], k: usize, dst: &mut [f32]) {
-    let n = dst.len();
-    for (d, &v) in dst.iter_mut().zip(column.iter().step_by(S)) {
-        *d = v;
-    }
-    for t in 1..k {
-        let taps = &column[t..t + (n - 1) * S + 1];
-        for (o, d) in dst.iter_mut().enumerate() {
-            *d = d.max(taps[o * S]);
+/// `dst[o]` = the max of `column[o·s .. o·s + k]`. The window maxima of every start are
+/// reduced in place first, `k − 1` passes of neighbour pairs at stride 1 (which
+/// vectorise), then every `s`-th is picked: reducing at stride 2 straight into `dst`
+/// stayed scalar, and ResNet50's 3×3/2 max pool took 0.9–1.1 ms against ORT's 0.3. Max is
+/// exact, so the order of the reduction does not change a bit. Clobbers `column`.
+fn max_columns(column: &mut [f32], k: usize, s: usize, dst: &mut [f32]) {
+    let Some(last) = dst.len().checked_sub(1) else {
+        return;
+    };
+    let len = last * s + k;
+    for pass in 1..k {
+        let (head, tail) = column[..len - pass + 1].split_at_mut(len - pass);
+        // `head[i] = max(head[i], head[i + 1])`, reading each neighbour before it changes.
+        for i in 0..head.len() - 1 {
+            head[i] = head[i].max(head[i + 1]);
         }
+        let end = head.len() - 1;
+        head[end] = head[end].max(tail[0]);
     }
-}
-
-/// [`max_columns`] for any stride.
-fn max_columns_any(column: &[f32], k: usize, s: usize, dst: &mut [f32]) {
     for (o, d) in dst.iter_mut().enumerate() {
-        *d = column[o * s..o * s + k]
-            .iter()
-            .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        *d = column[o * s];
     }
 }
 
