@@ -286,6 +286,38 @@ pub(crate) struct RawTile {
     pub(crate) relu: bool,
 }
 
+impl RawTile {
+    /// The arguments for `c`'s columns from `col` on (`b` already starts at that column),
+    /// with `c`'s rows.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        kc: usize,
+        a: &[f32],
+        a_step: usize,
+        b: &[f32],
+        c: &mut MatMut<'_>,
+        col: usize,
+        accumulate: bool,
+        epilogue: Option<&Epilogue<'_>>,
+    ) -> RawTile {
+        let residual = epilogue.and_then(|e| e.residual.as_ref());
+        RawTile {
+            kc,
+            rows: c.rows(),
+            a: a.as_ptr(),
+            a_step,
+            b: b.as_ptr(),
+            c: c.as_mut_ptr().wrapping_add(col),
+            ldc: c.ld(),
+            accumulate,
+            bias: epilogue.map_or(std::ptr::null(), |e| e.bias.as_ptr()),
+            residual: residual.map_or(std::ptr::null(), |r| r.as_ptr().wrapping_add(col)),
+            ldr: residual.map_or(0, MatRef::ld),
+            relu: epilogue.is_some_and(|e| e.relu),
+        }
+    }
+}
+
 /// One ISA's micro-kernels and their tile shapes.
 #[derive(Debug)]
 pub struct Kernels {
@@ -400,31 +432,19 @@ impl Kernels {
         // Short columns: the few past the last whole vector (all of them, or those after
         // the narrow kernel's) by the lane kernel, in place; then one vector of columns by
         // the narrow kernel, in place; any other width on a local copy.
-        let lane_cols = match self.gemm_cols {
-            Some(_) if kc > 0 && a.len() < (panels - 1) * a_step + (kc - 1) * mr + self.lane_span() => 0,
-            Some(_) if cols <= self.lanes / 2 => cols,
-            Some(_) if self.gemm_narrow.is_some() && cols > self.lanes => {
-                Some(cols - self.lanes).filter(|&n| n <= self.lanes / 2).unwrap_or(0)
-            }
-            _ => 0,
+        let room = kc == 0 || a.len() >= (panels - 1) * a_step + (kc - 1) * mr + self.lane_span();
+        let tail = match self.gemm_narrow {
+            Some(_) if cols > self.lanes => cols - self.lanes,
+            _ => cols,
+        };
+        let lane_cols = if self.gemm_cols.is_some() && room && tail <= self.lanes / 2 {
+            tail
+        } else {
+            0
         };
         let cols = cols - lane_cols;
         if let (Some(kernel), true) = (self.gemm_cols, lane_cols > 0) {
-            let residual = epilogue.and_then(|e| e.residual.as_ref());
-            let raw = RawTile {
-                kc,
-                rows,
-                a: a.as_ptr(),
-                a_step,
-                b: b[cols..].as_ptr(),
-                c: c.as_mut_ptr().wrapping_add(cols),
-                ldc: c.ld(),
-                accumulate,
-                bias: epilogue.map_or(std::ptr::null(), |e| e.bias.as_ptr()),
-                residual: residual.map_or(std::ptr::null(), |r| r.as_ptr().wrapping_add(cols)),
-                ldr: residual.map_or(0, MatRef::ld),
-                relu: epilogue.is_some_and(|e| e.relu),
-            };
+            let raw = RawTile::new(kc, a, a_step, &b[cols..], c, cols, accumulate, epilogue);
             // SAFETY: as for the tiles below, for columns `cols..cols + lane_cols` of `c`,
             // B's panel and the residual (all inside the `≤ NR` columns checked); `a`
             // holds `lane_span` floats from the last panel's last `k` step (checked).
@@ -501,21 +521,7 @@ impl Kernels {
         accumulate: bool,
         epilogue: Option<&Epilogue<'_>>,
     ) {
-        let residual = epilogue.and_then(|e| e.residual.as_ref());
-        let raw = RawTile {
-            kc,
-            rows: c.rows(),
-            a: a.as_ptr(),
-            a_step,
-            b: b.as_ptr(),
-            c: c.as_mut_ptr(),
-            ldc: c.ld(),
-            accumulate,
-            bias: epilogue.map_or(std::ptr::null(), |e| e.bias.as_ptr()),
-            residual: residual.map_or(std::ptr::null(), MatRef::as_ptr),
-            ldr: residual.map_or(0, MatRef::ld),
-            relu: epilogue.is_some_and(|e| e.relu),
-        };
+        let raw = RawTile::new(kc, a, a_step, b, c, 0, accumulate, epilogue);
         // SAFETY: `Isa::kernels` checked the CPU runs this table's ISA; the caller, the
         // rest of the contract.
         unsafe { kernel(&raw) };

@@ -178,7 +178,12 @@ macro_rules! isa_kernels {
             /// As [`gemm_cols`], for columns `j0..j0 + W`.
             #[target_feature(enable = $feat)]
             #[inline]
-            unsafe fn lane_group<const MR: usize, const NB: usize, const W: usize, const G: usize>(
+            unsafe fn lane_group<
+                const MR: usize,
+                const NB: usize,
+                const W: usize,
+                const G: usize,
+            >(
                 t: &RawTile,
                 j0: usize,
                 vectors: usize,
@@ -207,7 +212,8 @@ macro_rules! isa_kernels {
                         if t.accumulate {
                             for (g, row) in acc.iter_mut().enumerate() {
                                 for (j, v) in row.iter_mut().enumerate() {
-                                    for (i, l) in lanes.iter_mut().enumerate().take(lanes_of(qs[g])) {
+                                    for (i, l) in lanes.iter_mut().enumerate().take(lanes_of(qs[g]))
+                                    {
                                         *l = *t.c.add((first_row(qs[g]) + i) * t.ldc + j0 + j);
                                     }
                                     *v = $load(lanes.as_ptr());
@@ -233,14 +239,19 @@ macro_rules! isa_kernels {
                                 break;
                             }
                             let (r0, n) = (first_row(qs[g]), lanes_of(qs[g]));
+                            let bias = if t.bias.is_null() {
+                                None
+                            } else {
+                                lanes = [0.0; LANES];
+                                for (i, l) in lanes.iter_mut().enumerate().take(n) {
+                                    *l = *t.bias.add(r0 + i);
+                                }
+                                Some($load(lanes.as_ptr()))
+                            };
                             for (j, &v) in row.iter().enumerate() {
                                 let mut v = v;
-                                if !t.bias.is_null() {
-                                    lanes = [0.0; LANES];
-                                    for (i, l) in lanes.iter_mut().enumerate().take(n) {
-                                        *l = *t.bias.add(r0 + i);
-                                    }
-                                    v = $add(v, $load(lanes.as_ptr()));
+                                if let Some(bias) = bias {
+                                    v = $add(v, bias);
                                     if !t.residual.is_null() {
                                         for (i, l) in lanes.iter_mut().enumerate().take(n) {
                                             *l = *t.residual.add((r0 + i) * t.ldr + j0 + j);
