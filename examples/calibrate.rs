@@ -18,12 +18,12 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use taopipe::calibrate::{CalibrateOptions, calibrate, core_types, measure_units};
-use taopipe::nets::{Model, RandomWeights};
-use taopipe::tuner::pipeit::{
+use taopipe::live::planners::pipeit::{
     Accuracy, Calibration, CoreType, ErrorStats, Op, Predictor, TimeMatrix, accuracy, describe,
     plan,
 };
+use taopipe::live::planners::pipeit::{CalibrateOptions, calibrate, core_types, measure_units};
+use taopipe::nets::{Model, RandomWeights};
 
 use common::{RuntimeArgs, frame_input, write_json, zoo_net};
 
@@ -117,7 +117,7 @@ fn grid_errors(cal: &Calibration, p: &Predictor) -> BTreeMap<(usize, Op), ErrorS
 fn print_table(
     title: &str,
     reports: &[(String, Accuracy)],
-    pick: fn(&taopipe::tuner::pipeit::AccuracyCell) -> ErrorStats,
+    pick: fn(&taopipe::live::planners::pipeit::AccuracyCell) -> ErrorStats,
 ) {
     let keys: Vec<(usize, usize)> = reports
         .first()

@@ -39,20 +39,22 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use serde_json::json;
-use taopipe::calibrate::{CalibrateOptions, calibrate, core_types};
-use taopipe::codl::{self, CodlOptions};
-use taopipe::devices::{Device, devices};
 use taopipe::dsl::Seeds;
+use taopipe::live::devices::{Device, devices};
+use taopipe::live::planners::armcoup::Mapping;
+use taopipe::live::planners::armcoup::{Switch, SwitchStats};
+use taopipe::live::planners::codl::{self, CodlOptions};
+use taopipe::live::planners::mosaic::{Profile, ProfileOptions, profile};
+use taopipe::live::planners::pipeit::{self, Calibration, Predictor, TimeMatrix, describe};
+use taopipe::live::planners::pipeit::{CalibrateOptions, calibrate, core_types};
 use taopipe::nets::{Model, RandomWeights};
-use taopipe::profile::{Profile, ProfileOptions, profile};
 use taopipe::runtime::{Place, Runtime};
-use taopipe::switch::{Switch, SwitchStats};
-use taopipe::tuner::mapping::Mapping;
-use taopipe::tuner::pipeit::{self, Calibration, Predictor, TimeMatrix, describe};
 use taopipe::tuner::{Configuration, SearchResult};
 
-use common::tune::{LiveSearch, MeasureKind, SearchKind, stream};
-use common::{Baseline, RuntimeArgs, frame_input, frames, zoo_net};
+use common::tune::trial_printer;
+use common::{RuntimeArgs, baseline, frame_input, frames, zoo_net};
+use taopipe::live::tune::search;
+use taopipe::live::{MeasureKind, SearchKind, SeedKind, TuneOptions, stream};
 
 /// Runs every planner of the five papers on one net under the same conditions (same
 /// runtime, same emulated speeds, same frames) and prints one table to compare them.
@@ -278,7 +280,7 @@ impl Bench<'_> {
 
     fn layer_parallel(&mut self) -> anyhow::Result<Row> {
         self.bar.set_message("layer-parallel");
-        let base = Baseline::run(
+        let base = baseline(
             self.rt,
             &self.model,
             self.cli.frames,
@@ -290,10 +292,10 @@ impl Bench<'_> {
             mode: "layer-parallel",
             configuration: format!("every layer on 0+{}", self.rt.num_workers()),
             predicted_fps: None,
-            measured_fps: Some(base.fps),
+            measured_fps: Some(base.throughput_fps),
             predicted_latency_ms: None,
-            measured_latency_ms: Some(base.percentile_ms(0.5)),
-            measured_latency_p99_ms: Some(base.percentile_ms(0.99)),
+            measured_latency_ms: Some(base.latency_ms.p50),
+            measured_latency_p99_ms: Some(base.latency_ms.p99),
             plan_s: 0.0,
             trials: 0,
             note: None,
@@ -315,9 +317,8 @@ impl Bench<'_> {
             self.rt,
             &self.model,
             config,
-            self.cli.frames,
-            self.cli.seed,
-            &self.bar,
+            frames(&self.model, self.cli.frames, self.cli.seed),
+            |_, _| self.bar.inc(1),
         )?;
         let slowest = stage_ms.iter().copied().fold(0.0, f64::max);
         Ok(Row {
@@ -351,7 +352,7 @@ impl Bench<'_> {
                 Planner::PipeIt,
                 Switch::new(
                     self.model.clone(),
-                    vec![taopipe::switch::SwitchRun {
+                    vec![taopipe::live::planners::armcoup::SwitchRun {
                         units: 0..self.model.spec().units().len(),
                         place: Place::new(leader, width),
                         speed: 1.0,
@@ -386,17 +387,20 @@ impl Bench<'_> {
             None => (seeds, 0.0), // the paper's Alg. 1
         };
         self.bar.set_message(format!("{}: tuning", planner.name()));
-        let search = LiveSearch {
-            kind: SearchKind::Pipe,
+        let options = TuneOptions {
+            search: SearchKind::Pipe,
             alpha: self.cli.alpha as usize,
-            max_stages: self.max_stages,
-            reps: self.cli.reps,
+            max_stages: Some(self.max_stages),
+            reps: self.cli.reps as usize,
             measure: MeasureKind::Isolated,
+            seeds: SeedKind::Paper,
             seed: self.cli.seed,
         };
+        let (trials, mut print) = trial_printer(options.expected_trials(self.rt, &self.model) - 1)?;
         let result: SearchResult = self
             .bar
-            .suspend(|| search.run(self.rt, &self.model, &seeds))?;
+            .suspend(|| search(self.rt, &self.model, &options, &seeds, &mut print))?;
+        trials.finish_and_clear();
         self.pipeline_row(
             planner,
             &result.best,
@@ -432,8 +436,8 @@ impl Bench<'_> {
             predicted_fps: Some(1e3 / predicted_ms),
             measured_fps: Some(stats.throughput_fps()),
             predicted_latency_ms: Some(predicted_ms),
-            measured_latency_ms: Some(stats.latency_quantile_ms(0.5)),
-            measured_latency_p99_ms: Some(stats.latency_quantile_ms(0.99)),
+            measured_latency_ms: Some(stats.latency_ms(0.5)),
+            measured_latency_p99_ms: Some(stats.latency_ms(0.99)),
             plan_s,
             trials: 0,
             note: None,

@@ -14,7 +14,7 @@
 //! stages as workers; without `--places` stage `i` gets a contiguous run of workers, widths
 //! as equal as possible.
 //!
-//! ARM-CO-UP's modes (`taopipe::switch`): `--mapping` names a device per unit (`B` = the
+//! ARM-CO-UP's modes (`taopipe::live::planners::armcoup`): `--mapping` names a device per unit (`B` = the
 //! fastest device, `L` = the next, or digits `0`–`9` into the device list the example
 //! prints); its runs of equal characters are the stages (pipeline mode) or the runs one
 //! frame takes in turn (`--mode switch`, lowest latency per frame). `--speeds` scales each
@@ -31,16 +31,16 @@ use anyhow::{Context, bail, ensure};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use taopipe::devices::devices;
 use taopipe::dsl::Seeds;
 use taopipe::live::LiveMeasure;
+use taopipe::live::devices::devices;
+use taopipe::live::planners::armcoup::Mapping;
+use taopipe::live::planners::armcoup::{ScaledSpeeds, Switch, SwitchRun};
 use taopipe::nets::{Model, RandomWeights};
 use taopipe::runtime::{Pipeline, Place, StopSignal};
-use taopipe::switch::{ScaledSpeeds, Switch, SwitchRun};
-use taopipe::tuner::mapping::Mapping;
 use taopipe::tuner::{Configuration, contiguous_places};
 
-use common::{Baseline, RuntimeArgs, frame_input};
+use common::{RuntimeArgs, baseline, frame_input};
 
 /// Streams frames of a net through a pipeline of stages on their own workers, and through
 /// the layer-parallel baseline under the same conditions, and prints both.
@@ -269,7 +269,7 @@ fn main() -> anyhow::Result<()> {
         "{bar:30} {pos}/{len} frames {msg}",
     )?);
     bar.set_message("layer-parallel");
-    let base = Baseline::run(&rt, &model, cli.frames, cli.seed, &bar)?;
+    let base = baseline(&rt, &model, cli.frames, cli.seed, &bar)?;
 
     let label = match cli.mode {
         Mode::Pipeline => "pipeline",
@@ -319,8 +319,8 @@ fn main() -> anyhow::Result<()> {
             let stats = Switch::new(model.clone(), plan)?.run(&rt, inputs, |_, _| bar.inc(1))?;
             Outcome {
                 fps: stats.throughput_fps(),
-                p50_ms: stats.latency_quantile_ms(0.5),
-                p99_ms: stats.latency_quantile_ms(0.99),
+                p50_ms: stats.latency_ms(0.5),
+                p99_ms: stats.latency_ms(0.99),
                 frames: stats.frames,
                 parts: stats
                     .runs
@@ -342,14 +342,11 @@ fn main() -> anyhow::Result<()> {
     );
     println!(
         "{:<16} {:>12.2} {:>12.1} {:>12.1}",
-        "layer-parallel",
-        base.fps,
-        base.percentile_ms(0.5),
-        base.percentile_ms(0.99)
+        "layer-parallel", base.throughput_fps, base.latency_ms.p50, base.latency_ms.p99
     );
     println!(
         "{label} / layer-parallel throughput: {:.2}",
-        outcome.fps / base.fps
+        outcome.fps / base.throughput_fps
     );
     let part = if cli.mode == Mode::Switch {
         "run"
@@ -383,13 +380,13 @@ fn main() -> anyhow::Result<()> {
             "mapping": mapping.as_ref().map(ToString::to_string),
             // one entry per pipeline stage (pipeline mode) or run (switch mode)
             "plan": outcome.parts.iter().map(|(r, p, s, ms)| json!({
-                "units": [r.start, r.end], "layers": r.len(),
+                "unit_range": [r.start, r.end], "units": r.len(),
                 "cpus": p.workers().map(cpu).collect::<Vec<_>>(),
                 "leader": p.leader(), "width": p.width(), "speed_factor": s,
                 "ms_per_frame": ms})).collect::<Vec<_>>(),
             "run": {"frames": outcome.frames, "throughput_fps": outcome.fps,
                     "latency_ms": {"p50": outcome.p50_ms, "p99": outcome.p99_ms}},
-            "baseline": {"layer_parallel_fps": base.fps, "latency_ms": {"p50": base.percentile_ms(0.5), "p99": base.percentile_ms(0.99)}},
+            "baseline": base,
         });
         common::write_json(path, &report)?;
     }

@@ -3,10 +3,12 @@
 //! cost more than sharing one ratio, plans run bit-identical to a single place, and bad
 //! inputs are refused by name.
 
-use taopipe::codl::{self, CodlError, CodlOptions, FrameStats, Profile};
+use std::time::Duration;
+
 use taopipe::dsl::net;
+use taopipe::live::planners::codl::{self, CodlError, CodlOptions, FrameStats, Profile};
 use taopipe::nets::{Model, RandomWeights, zoo};
-use taopipe::runtime::{EmulationSpec, Place, Runtime, Topology};
+use taopipe::runtime::{EmulationSpec, Latencies, Place, Runtime, Topology};
 
 fn runtime() -> Runtime {
     Runtime::builder()
@@ -50,7 +52,7 @@ fn the_ratio_moves_toward_the_faster_device() {
         let want = model.forward(&rt, input.clone(), a).expect("single place");
         assert_eq!(plan.forward(&rt, &model, &input).expect("split"), want);
         let stats = plan.run(&rt, &model, &input, 3).expect("run");
-        assert_eq!(stats.latencies_ms.len(), 3);
+        assert_eq!(stats.latency.len(), 3);
         assert!(stats.p50_ms() <= stats.p99_ms() && stats.throughput_fps() > 0.0);
     }
     assert!(
@@ -254,28 +256,19 @@ fn bad_inputs_are_refused_naming_the_value() {
 }
 
 #[test]
-fn quantiles_are_nearest_rank() {
+fn frame_stats_use_the_shared_quantile() {
+    let mut latency = Latencies::new();
+    for ms in [5, 1, 4, 2, 3] {
+        latency.record(Duration::from_millis(ms));
+    }
     let stats = FrameStats {
-        latencies_ms: vec![5.0, 1.0, 4.0, 2.0, 3.0],
-        graph_ms: vec![1.0, 2.0, 3.0, 4.0, 5.0],
+        graph: latency.clone(),
+        latency,
         wall_s: 0.5,
     };
-    let sorted = [1.0, 2.0, 3.0, 4.0, 5.0];
-    for (q, want) in [
-        (0.0, 1.0),
-        (0.2, 1.0),
-        (0.21, 2.0),
-        (0.5, 3.0),
-        (0.99, 5.0),
-        (1.0, 5.0),
-    ] {
-        assert_eq!(stats.quantile_ms(q), want, "q = {q}");
-        // Nearest rank: the smallest value with at least q of the samples at or below it.
-        let first = sorted
-            .iter()
-            .position(|&v| sorted.iter().filter(|&&x| x <= v).count() as f64 >= q * 5.0)
-            .expect("rank");
-        assert_eq!(sorted[first], want);
-    }
+    // `Latencies::quantile_ms`: nearest rank, to 3 significant digits.
+    assert!((stats.p50_ms() - 3.0).abs() < 3e-3, "{}", stats.p50_ms());
+    assert!((stats.p99_ms() - 5.0).abs() < 5e-3, "{}", stats.p99_ms());
+    assert_eq!(stats.graph_p50_ms(), stats.p50_ms());
     assert_eq!(stats.throughput_fps(), 10.0);
 }

@@ -11,9 +11,12 @@ use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use taopipe::dsl::NetSpec;
-use taopipe::nets::{Frame, Isa, Model, zoo};
-use taopipe::runtime::{EmulationSpec, Place, Runtime, Topology, parse_cpu_list};
-use taopipe::switch::{Switch, SwitchRun};
+use taopipe::live::layer_parallel;
+use taopipe::live::report::StreamReport;
+#[allow(unused_imports)] // not every example uses both
+pub(crate) use taopipe::live::{frame_input, frames};
+use taopipe::nets::{Isa, Model, zoo};
+use taopipe::runtime::{EmulationSpec, Runtime, Topology, parse_cpu_list};
 
 /// Where the runtime's workers run and how fast each cluster is.
 #[derive(Debug, Args)]
@@ -125,33 +128,6 @@ pub(crate) fn check_output_folder(path: &std::path::Path) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// A deterministic input frame in [-1, 1) (xorshift of the seed): the same frame on every run.
-pub(crate) fn frame_input(len: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
-
-/// `count` frames of `model` with inputs `frame_input(_, seed + i)`, made as they are taken.
-pub(crate) fn frames(
-    model: &Arc<Model>,
-    count: u64,
-    seed: u64,
-) -> impl Iterator<Item = Frame> + use<> {
-    let model = model.clone();
-    (0..count).map(move |i| {
-        model
-            .frame_from(&frame_input(model.input_len(), seed + i))
-            .expect("frame_input has the model's input length")
-    })
-}
-
 /// The zoo net `name`; an unknown name is an error listing the zoo's names and `also`.
 pub(crate) fn zoo_net(name: &str, also: &[&str]) -> anyhow::Result<NetSpec> {
     match zoo::by_name(name) {
@@ -166,43 +142,15 @@ pub(crate) fn zoo_net(name: &str, also: &[&str]) -> anyhow::Result<NetSpec> {
     }
 }
 
-/// The layer-parallel baseline (how ONNX Runtime and ARM-CL run): frames one at a time,
-/// every layer on all workers.
-pub(crate) struct Baseline {
-    /// Frames per second over the whole run.
-    pub(crate) fps: f64,
-    /// Each frame's time in ms (from its buffers' allocation to its last layer), sorted.
-    ms: Vec<f64>,
-}
-
-impl Baseline {
-    /// Runs `count` frames (inputs `frame_input(_, seed + i)`), moving `bar` once per frame:
-    /// a switch-mode plan of one run, every unit on all workers.
-    pub(crate) fn run(
-        rt: &Runtime,
-        model: &Arc<Model>,
-        count: u64,
-        seed: u64,
-        bar: &ProgressBar,
-    ) -> anyhow::Result<Baseline> {
-        let everyone = SwitchRun {
-            units: 0..model.spec().units().len(),
-            place: Place::new(0, rt.num_workers()),
-            speed: 1.0,
-        };
-        let stats = Switch::new(model.clone(), vec![everyone])?.run(
-            rt,
-            frames(model, count, seed),
-            |_, _| bar.inc(1),
-        )?;
-        Ok(Baseline {
-            fps: stats.throughput_fps(),
-            ms: stats.latency_ms,
-        })
-    }
-
-    /// The `q` quantile (0..=1) of the frame times, in ms.
-    pub(crate) fn percentile_ms(&self, q: f64) -> f64 {
-        self.ms[((self.ms.len() - 1) as f64 * q).round() as usize]
-    }
+/// The layer-parallel baseline (how ONNX Runtime and ARM-CL run): `count` frames one at
+/// a time, every layer on all workers, moving `bar` once per frame.
+pub(crate) fn baseline(
+    rt: &Runtime,
+    model: &Arc<Model>,
+    count: u64,
+    seed: u64,
+    bar: &ProgressBar,
+) -> anyhow::Result<StreamReport> {
+    let stats = layer_parallel(rt, model, frames(model, count, seed), |_, _| bar.inc(1))?;
+    Ok(StreamReport::from_switch(&stats))
 }

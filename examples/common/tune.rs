@@ -6,49 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, ensure};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
-use taopipe::live::{LiveMeasure, LiveMode};
+use taopipe::live::{Engine, MeasureKind, SearchKind, SeedKind, TuneOptions, frames};
 use taopipe::nets::{Model, RandomWeights, zoo};
-use taopipe::runtime::{Pipeline, PipelineStats, Runtime, StopSignal};
-use taopipe::tuner::{
-    Configuration, Exhaustive, Measure, MeasureError, PipeSearch, PlacePolicy, RandomWalk, Report,
-    Robust, RobustOptions, SearchResult, SearchSpace, StageTimes, pipe_search_without_hints,
-};
+use taopipe::tuner::{Configuration, StageTimes};
 
-use super::{Baseline, RuntimeArgs, frame_input, zoo_net};
-
-/// Which search `--tune` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum SearchKind {
-    /// Pipe-search (paper Alg. 2): CV-sorted seeds, α-confidence.
-    Pipe,
-    /// Every configuration once.
-    Exhaustive,
-    /// Uniform draws without repeats, α·(C+1) trials (Pipe-search's expected count).
-    Random,
-    /// Pipe-search with seeds balanced by layer count instead of weight.
-    Nohints,
-}
-
-/// How each trial's stage times are measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum MeasureKind {
-    /// Each stage alone on its workers (the paper's tuning measurement).
-    Isolated,
-    /// The pipeline itself, streaming a few frames.
-    Pipelined,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SeedKind {
-    /// The paper's CV order of stage weights.
-    Paper,
-    /// Stage weights scaled by each place's known speed and width.
-    Speed,
-}
+use super::{RuntimeArgs, zoo_net};
 
 /// Tunes a CNN pipeline online by measuring (Pipe-search), then streams frames through the
 /// chosen pipeline and, under the same conditions, through the layer-parallel baseline
@@ -62,21 +27,23 @@ pub(crate) struct TuneCli {
     /// 10 trials without improvement. Without it, the best CV-sorted seed runs untuned.
     #[arg(long, value_name = "alpha=N", value_parser = parse_tune)]
     tune: Option<usize>,
-    /// The search: pipe, exhaustive, random or nohints.
-    #[arg(long, value_enum, default_value_t = SearchKind::Pipe)]
+    /// The search: pipe (Pipe-search, Alg. 2), exhaustive, random (α·(C+1) uniform draws)
+    /// or nohints (Pipe-search with seeds balanced by unit count).
+    #[arg(long, default_value_t = SearchKind::Pipe)]
     search: SearchKind,
     /// How Pipe-search's seed lists are ranked: `paper` (CV of the stage weights, Alg. 1)
     /// or `speed` (stage weights scaled by the known speed and width of each stage's
     /// place, so the first seeds balance stage *times*; the same as `paper` when the
     /// runtime knows of no speed difference).
-    #[arg(long, value_enum, default_value_t = SeedKind::Paper)]
+    #[arg(long, default_value_t = SeedKind::Paper)]
     seeds: SeedKind,
-    /// How trials are measured.
-    #[arg(long, value_enum, default_value_t = MeasureKind::Isolated)]
+    /// How trials are measured: isolated (each stage alone on its workers, the paper's
+    /// measurement) or pipelined (the pipeline itself, streaming 4 frames).
+    #[arg(long, default_value_t = MeasureKind::Isolated)]
     measure: MeasureKind,
     /// Measured repetitions per trial (after one warm-up); the median counts.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
-    reps: u64,
+    pub(crate) reps: u64,
     /// Most stages to consider (C). Default: one per worker.
     #[arg(long)]
     max_stages: Option<usize>,
@@ -118,126 +85,37 @@ fn load_net(name: &str, cli: &TuneCli) -> anyhow::Result<NetSpec> {
     zoo_net(name, &["random"])
 }
 
-/// Prints each trial (after the median of its repetitions) and moves the progress bar.
-struct Shown<'b, M> {
-    inner: M,
-    bar: &'b ProgressBar,
-    trials: usize,
-}
-
-impl<M: Measure> Measure for Shown<'_, M> {
-    fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
-        let times = self.inner.stage_times(config)?;
-        self.trials += 1;
+/// The progress bar and the trial table of a tuning: one line per trial.
+pub(crate) fn trial_printer(
+    expected: u64,
+) -> anyhow::Result<(ProgressBar, impl FnMut(&Configuration, &StageTimes))> {
+    let bar = ProgressBar::new(expected).with_style(ProgressStyle::with_template(
+        "{bar:30} {pos}/~{len} trials, {elapsed} {msg}",
+    )?);
+    bar.suspend(|| {
+        println!(
+            "{:>5}  {:<36} {:>12}  stage ms",
+            "trial", "configuration", "slowest ms"
+        )
+    });
+    let (shown, mut trials) = (bar.clone(), 0);
+    let print = move |config: &Configuration, times: &StageTimes| {
+        trials += 1;
         let ms: Vec<String> = times.stage_ms.iter().map(|t| format!("{t:.1}")).collect();
         let line = format!(
-            "{:>5}  {:<36} {:>12.1}  [{}]",
-            self.trials,
+            "{trials:>5}  {:<36} {:>12.1}  [{}]",
             config.to_string(),
             times.slowest_ms(),
             ms.join(", ")
         );
-        self.bar.suspend(|| println!("{line}"));
-        self.bar
-            .set_message(format!("last {:.1} ms", times.slowest_ms()));
-        self.bar.inc(1);
-        Ok(times)
-    }
-}
-
-/// A live search: the measurement and stopping settings of one `--tune` run.
-pub(crate) struct LiveSearch {
-    pub(crate) kind: SearchKind,
-    pub(crate) alpha: usize,
-    /// Most stages (C).
-    pub(crate) max_stages: usize,
-    pub(crate) reps: u64,
-    pub(crate) measure: MeasureKind,
-    /// Seed of the input frame and of the random search.
-    pub(crate) seed: u64,
-}
-
-impl LiveSearch {
-    /// Runs the search on `model` (Pipe-search from `seeds`), printing one line per trial
-    /// under a progress bar.
-    pub(crate) fn run(
-        &self,
-        rt: &Runtime,
-        model: &Arc<Model>,
-        seeds: &Seeds,
-    ) -> anyhow::Result<SearchResult> {
-        let (alpha, c) = (self.alpha, self.max_stages);
-        let workers = rt.num_workers();
-        let units = model.spec().units().len();
-        let space = SearchSpace::new(units, workers, c, PlacePolicy::Contiguous);
-        let expected = match self.kind {
-            SearchKind::Exhaustive => space.size() as u64,
-            _ => (alpha * (c + 1)) as u64,
-        };
-        let bar = ProgressBar::new(expected).with_style(ProgressStyle::with_template(
-            "{bar:30} {pos}/~{len} trials {msg}",
-        )?);
-        bar.suspend(|| {
-            println!(
-                "{:>5}  {:<36} {:>12}  stage ms",
-                "trial", "configuration", "slowest ms"
-            )
-        });
-        let mode = match self.measure {
-            MeasureKind::Isolated => LiveMode::Isolated,
-            MeasureKind::Pipelined => LiveMode::Pipelined { frames: 4 },
-        };
-        let live = LiveMeasure::new(
-            rt,
-            model.clone(),
-            frame_input(model.input_len(), self.seed),
-            mode,
-        )?;
-        let robust = Robust::new(
-            live,
-            RobustOptions {
-                warmup: 1,
-                repetitions: self.reps as usize,
-                mad_k: 3.0,
-            },
-        );
-        let mut measure = Shown {
-            inner: robust,
-            bar: &bar,
-            trials: 0,
-        };
-        let search = PipeSearch::new(alpha, workers);
-        let result = match self.kind {
-            SearchKind::Pipe => search.run(seeds, &mut measure)?,
-            SearchKind::Exhaustive => Exhaustive::new(space).run(&mut measure)?,
-            SearchKind::Random => RandomWalk {
-                space,
-                seed: self.seed,
-                target_ms: None,
-                budget: alpha * (c + 1),
-            }
-            .run(&mut measure)?,
-            SearchKind::Nohints => pipe_search_without_hints(&search, units, c, &mut measure)?,
-        };
-        bar.finish_and_clear();
-        Ok(result)
-    }
-}
-
-/// Streams `frames` frames (inputs `frame_input(_, seed + i)`) through the pipeline of
-/// `config`, moving `bar` once per frame.
-pub(crate) fn stream(
-    rt: &Runtime,
-    model: &Arc<Model>,
-    config: &Configuration,
-    frames: u64,
-    seed: u64,
-    bar: &ProgressBar,
-) -> anyhow::Result<PipelineStats> {
-    let pipeline = Pipeline::new(LiveMeasure::stages(model, config))?;
-    LiveMeasure::reserve(rt, model, config, &pipeline)?;
-    let mut source = super::frames(model, frames, seed).map(Arc::new);
-    Ok(pipeline.run(rt, &mut source, |_, _| bar.inc(1), &StopSignal::new())?)
+        shown.suspend(|| println!("{line}"));
+        shown.set_message(format!("last {:.1} ms", times.slowest_ms()));
+        if shown.position() + 1 >= shown.length().unwrap_or(0) {
+            shown.inc_length(1); // a search may run past its expected count
+        }
+        shown.inc(1);
+    };
+    Ok((bar, print))
 }
 
 /// Runs the tool for the example `default_net`.
@@ -253,112 +131,63 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         c >= 2,
         "a pipeline needs at least 2 stages: this runtime has {workers} worker(s) and {name} {units} unit(s)"
     );
-    let seeds = match cli.seeds {
-        SeedKind::Paper => Seeds::from_net(&spec, c)?,
-        SeedKind::Speed => Seeds::from_net(&spec, c)?.with_key(taopipe::live::speed_key(&rt)),
-    };
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
     println!("{}", rt.topology());
     println!("speeds: {:?}", rt.speeds());
     println!(
-        "{name}: {units} units, {:.2} GFLOP per frame; stage counts 2..={c}",
+        "{name}: {units} units, {:.2} GFLOP per frame; stage counts 1..={c}",
         model.flops() as f64 / 1e9
     );
-
-    let (best, report) = match cli.tune {
-        Some(alpha) => {
-            let algorithm = format!("{:?}", cli.search).to_lowercase();
-            let search = LiveSearch {
-                kind: cli.search,
-                alpha,
-                max_stages: c,
-                reps: cli.reps,
-                measure: cli.measure,
-                seed: cli.seed,
-            };
-            let result = search.run(&rt, &model, &seeds)?;
-            let report = Report::new(&algorithm, Some(alpha), &result);
-            println!("\n{report}");
-            (result.best, Some(report))
+    let options = TuneOptions {
+        search: cli.search,
+        alpha: cli.tune.unwrap_or(10),
+        max_stages: Some(c),
+        reps: cli.reps as usize,
+        measure: cli.measure,
+        seeds: cli.seeds,
+        seed: cli.seed,
+    };
+    let mut engine = Engine::new(&rt, model.clone(), options)?;
+    if let Some(spec) = &cli.runtime.emulate {
+        engine = engine.with_emulation(spec.to_string());
+    }
+    match cli.tune {
+        Some(_) => {
+            let (bar, print) = trial_printer(engine.options().expected_trials(&rt, &model))?;
+            let found = engine.tune(print)?;
+            bar.finish_and_clear();
+            let algorithm = cli.search.to_string();
+            println!(
+                "\n{}",
+                taopipe::tuner::Report::new(&algorithm, cli.tune, found)
+            );
         }
         None => {
+            let seeds = Seeds::from_net(model.spec(), c)?;
             let seed = seeds.top_k(c, 1)?.into_iter().next().context("no seed")?;
             println!(
                 "not tuned (pass --tune alpha=N): running the best-CV seed {:?}",
                 seed.composition
             );
-            (Configuration::contiguous(&seed.composition, workers)?, None)
+            engine.serve(Configuration::contiguous(&seed.composition, workers)?)?;
         }
-    };
+    }
 
-    // Stream frames through the chosen pipeline, then the layer-parallel baseline.
+    // Stream frames through the chosen configuration, then the layer-parallel baseline.
     let bar = ProgressBar::new(2 * cli.frames).with_style(ProgressStyle::with_template(
-        "{bar:30} {pos}/{len} frames {msg}",
+        "{bar:30} {pos}/{len} frames, {elapsed} {msg}",
     )?);
     bar.set_message("pipeline");
-    let stats = stream(&rt, &model, &best, cli.frames, cli.seed, &bar)?;
+    let mut report = engine.run(frames(&model, cli.frames, cli.seed), |_, _| bar.inc(1))?;
     bar.set_message("layer-parallel");
-    let base = Baseline::run(&rt, &model, cli.frames, cli.seed, &bar)?;
+    report.baseline =
+        Some(engine.baseline(frames(&model, cli.frames, cli.seed), |_, _| bar.inc(1))?);
     bar.finish_and_clear();
 
-    println!("\nchosen pipeline: {best}");
-    println!(
-        "{:<8} {:>8} {:>8} {:>10}",
-        "stage", "place", "units", "ms/frame"
-    );
-    for (s, n) in stats.stages.iter().zip(best.composition()) {
-        println!(
-            "{:<8} {:>8} {:>8} {:>10.1}",
-            s.name,
-            s.place.to_string(),
-            n,
-            s.mean_ms()
-        );
-    }
-    println!(
-        "\n{:<16} {:>10} {:>10} {:>10}",
-        "", "frames/s", "p50 ms", "p99 ms"
-    );
-    println!(
-        "{:<16} {:>10.2} {:>10.1} {:>10.1}",
-        "pipeline",
-        stats.throughput_fps(),
-        stats.latency_ms(0.5),
-        stats.latency_ms(0.99)
-    );
-    println!(
-        "{:<16} {:>10.2} {:>10.1} {:>10.1}",
-        "layer-parallel",
-        base.fps,
-        base.percentile_ms(0.5),
-        base.percentile_ms(0.99)
-    );
-    println!(
-        "pipeline / layer-parallel throughput: {:.2}",
-        stats.throughput_fps() / base.fps
-    );
-
+    println!("\nchosen configuration: {}", engine.configuration());
+    print!("{report}");
     if let Some(path) = &cli.json {
-        let cpu = |w: usize| rt.topology().cpus()[w].id;
-        let mut search = match &report {
-            Some(r) => serde_json::to_value(r)?,
-            None => json!({"algorithm": "seed", "alpha": null, "trials": [], "tuning_s": 0.0}),
-        };
-        search["seeds"] = json!(format!("{:?}", cli.seeds).to_lowercase());
-        let report = json!({
-            "net": name,
-            "cpus": (0..workers).map(cpu).collect::<Vec<_>>(),
-            "speeds": rt.speeds(),
-            "search": search,
-            "best": {"stages": best.stages().iter().map(|s| json!({
-                "layers": s.layers, "leader": s.leader, "width": s.width,
-                "cpus": (s.leader..s.leader + s.width).map(cpu).collect::<Vec<_>>()})).collect::<Vec<_>>()},
-            "run": {"frames": stats.delivered, "throughput_fps": stats.throughput_fps(),
-                    "latency_ms": {"p50": stats.latency_ms(0.5), "p99": stats.latency_ms(0.99)},
-                    "stage_ms": stats.stages.iter().map(|s| s.mean_ms()).collect::<Vec<_>>()},
-            "baseline": {"layer_parallel_fps": base.fps, "latency_ms": {"p50": base.percentile_ms(0.5), "p99": base.percentile_ms(0.99)}},
-        });
-        super::write_json(path, &report)?;
+        super::write_json(path, &serde_json::to_value(&report)?)?;
     }
     Ok(())
 }

@@ -58,10 +58,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
-
 use crate::error::RuntimeError;
 use crate::graph::TaskGraph;
+use crate::latency::Latencies;
 use crate::place::Place;
 use crate::pool::Runtime;
 
@@ -230,8 +229,8 @@ pub struct PipelineStats {
     pub elapsed: Duration,
     /// Per stage: name, place, frames, total time its graphs took.
     pub stages: Vec<StageStats>,
-    /// Admission-to-delivery latency of every delivered frame, in microseconds.
-    pub latency_us: Histogram<u64>,
+    /// Admission-to-delivery latency of every delivered frame.
+    pub latency: Latencies,
 }
 
 /// One stage's share.
@@ -270,9 +269,9 @@ impl PipelineStats {
         }
     }
 
-    /// A latency quantile in milliseconds (`q` in 0..=1).
+    /// A latency quantile in milliseconds (`q` in 0..=1; [`Latencies::quantile_ms`]).
     pub fn latency_ms(&self, q: f64) -> f64 {
-        self.latency_us.value_at_quantile(q) as f64 / 1e3
+        self.latency.quantile_ms(q)
     }
 }
 
@@ -366,8 +365,7 @@ impl<F: Send> Pipeline<F> {
             })
             .unzip();
         let mut busy = vec![(0u64, Duration::ZERO); n];
-        let mut latency = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3)
-            .expect("constant histogram bounds are valid");
+        let mut latency = Latencies::new();
         let (mut admitted, mut delivered) = (0u64, 0u64);
         let mut first: Option<Instant> = None;
         let mut last = Instant::now();
@@ -389,7 +387,7 @@ impl<F: Send> Pipeline<F> {
             for flight in out {
                 last = Instant::now();
                 first.get_or_insert(flight.admitted); // frames leave in admission order
-                latency.saturating_record(flight.admitted.elapsed().as_micros().max(1) as u64);
+                latency.record(flight.admitted.elapsed());
                 delivered += 1;
                 sink(flight.seq, flight.frame);
             }
@@ -416,7 +414,7 @@ impl<F: Send> Pipeline<F> {
                     busy,
                 })
                 .collect(),
-            latency_us: latency,
+            latency,
         })
     }
 }

@@ -87,7 +87,7 @@ fn frames_leave_in_order_and_each_exactly_once() {
         );
     }
     assert!(stats.stages.iter().all(|s| s.frames == 300));
-    assert_eq!(stats.latency_us.len(), 300);
+    assert_eq!(stats.latency.len(), 300);
     assert!(stats.throughput_fps() > 0.0 && stats.latency_ms(0.99) >= stats.latency_ms(0.5));
 }
 

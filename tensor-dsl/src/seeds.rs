@@ -85,7 +85,7 @@ impl fmt::Display for Seed {
 /// The paper's key (Alg. 1, [`SquaredWeight`]) is `(stage weight)²`: for a fixed stage
 /// count, ascending `Σs²` is ascending CV. Other keys rank the same compositions by
 /// something closer to stage *time* — [`SpeedScaled`] when the stages' places run at known,
-/// unequal speeds, or a per-layer time predictor (`taopipe_tuner::pipeit`).
+/// unequal speeds, or a per-layer time predictor (`taopipe_live::planners::pipeit`).
 pub trait StageKey: Send + Sync + fmt::Debug {
     /// The key of stage `stage` (0-based) of a `stages`-stage composition, holding the
     /// layers `layers` of total weight `weight`.

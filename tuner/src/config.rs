@@ -35,7 +35,9 @@ use taopipe_dsl::{SplitMix64, composition_count};
 /// One pipeline stage: `layers` consecutive units on the workers `leader .. leader + width`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct StageConfig {
-    /// Number of consecutive units in the stage (≥ 1).
+    /// Number of consecutive units in the stage (≥ 1). Serialised as `units` (a unit is
+    /// one or more layers, `NetSpec::units`); `layers` is read too, for older reports.
+    #[serde(rename = "units", alias = "layers")]
     pub layers: usize,
     /// First worker of the stage's place.
     pub leader: usize,

@@ -26,11 +26,8 @@
 
 mod baselines;
 mod config;
-pub mod mapping;
 mod measure;
-pub mod mosaic;
 mod pipe_search;
-pub mod pipeit;
 mod report;
 mod simulated;
 mod trial;

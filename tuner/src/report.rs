@@ -21,7 +21,7 @@ pub struct BestRecord {
 ///
 /// ```json
 /// { "algorithm": "pipe-search", "alpha": 10,
-///   "trials": [ { "configuration": { "stages": [ {"layers": 3, "leader": 0, "width": 2}, … ] },
+///   "trials": [ { "configuration": { "stages": [ {"units": 3, "leader": 0, "width": 2}, … ] },
 ///                 "stage_ms": [ … ], "slowest_ms": 12.0, "phase": "seed", "rank": 1 }, … ],
 ///   "tuning_s": 0.0012, "stopped": "confidence",
 ///   "best": { "configuration": { … }, "stage_ms": [ … ], "slowest_ms": 11.1 } }

@@ -26,6 +26,10 @@ pub enum Phase {
     Exhaustive,
     /// The random-walk baseline.
     Random,
+    /// A candidate measured before the search, outside it: the one-stage configuration
+    /// (every unit on all workers, layer-parallel) that an engine always considers
+    /// ([`SearchResult::with_prior`]).
+    Prior,
 }
 
 /// One measured configuration.
@@ -85,6 +89,52 @@ impl SearchResult {
     /// The trial that measured [`SearchResult::best`].
     pub fn best_trial(&self) -> Option<&Trial> {
         self.trials.iter().find(|t| t.configuration == self.best)
+    }
+
+    /// This result with a candidate measured before the search (`times` of `config`, taking
+    /// `took`): logged as the first trial ([`Phase::Prior`]), and the best if strictly
+    /// faster than the search's best, so a search never ends on something slower than a
+    /// configuration it was shown. A prior the search measured itself is not logged twice.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use taopipe_tuner::{Configuration, SearchResult, StageTimes, StopReason};
+    ///
+    /// let two = Configuration::contiguous(&[3, 3], 2)?;
+    /// let one = Configuration::contiguous(&[6], 2)?;
+    /// let found = SearchResult {
+    ///     best: two.clone(),
+    ///     best_times: StageTimes::new(vec![5.0, 7.0]),
+    ///     trials: Vec::new(), // (the search's trials)
+    ///     tuning: Duration::ZERO,
+    ///     stopped: StopReason::Confidence,
+    /// };
+    /// let chosen = found.with_prior(one.clone(), StageTimes::new(vec![6.0]), Duration::ZERO);
+    /// assert_eq!(chosen.best, one);
+    /// assert_eq!(chosen.trials[0].configuration, one);
+    /// # Ok::<(), taopipe_tuner::ConfigError>(())
+    /// ```
+    pub fn with_prior(mut self, config: Configuration, times: StageTimes, took: Duration) -> Self {
+        self.tuning += took;
+        if self.trials.iter().any(|t| t.configuration == config) {
+            return self;
+        }
+        let slowest_ms = times.slowest_ms();
+        if slowest_ms < self.best_ms() {
+            self.best = config.clone();
+            self.best_times = times.clone();
+        }
+        self.trials.insert(
+            0,
+            Trial {
+                configuration: config,
+                stage_ms: times.stage_ms,
+                slowest_ms,
+                phase: Phase::Prior,
+                rank: None,
+            },
+        );
+        self
     }
 }
 

@@ -27,7 +27,7 @@ fn json_field_names() {
     assert_eq!(t0["rank"], 1);
     let stages = t0["configuration"]["stages"].as_array().expect("stages[]");
     assert_eq!(stages.len(), 2);
-    assert_eq!(stages[0]["layers"], 4);
+    assert_eq!(stages[0]["units"], 4);
     assert_eq!(stages[0]["leader"], 0);
     assert_eq!(stages[0]["width"], 2);
     assert_eq!(t0["stage_ms"].as_array().map(Vec::len), Some(2));

@@ -13,14 +13,14 @@ use super::MosaicError;
 /// # Examples
 ///
 /// ```
-/// use taopipe_tuner::mosaic::TransferModel;
+/// use taopipe_live::planners::mosaic::TransferModel;
 ///
 /// // 0.05 ms to hand over, 1 ms per MB
 /// let samples = [(0, 0.05), (1_000_000, 1.05), (4_000_000, 4.05)];
 /// let m = TransferModel::fit(&samples)?;
 /// assert!((m.intercept_ms - 0.05).abs() < 1e-12);
 /// assert!((m.predict_ms(2_000_000) - 2.05).abs() < 1e-12);
-/// # Ok::<(), taopipe_tuner::mosaic::MosaicError>(())
+/// # Ok::<(), taopipe_live::planners::mosaic::MosaicError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TransferModel {

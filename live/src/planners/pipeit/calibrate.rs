@@ -1,5 +1,5 @@
 //! Calibration for Pipe-it's per-layer time predictor
-//! ([`taopipe_tuner::pipeit`]): a grid of single-layer micro-benchmarks run with the real
+//! ([`taopipe_live::planners::pipeit`]): a grid of single-layer micro-benchmarks run with the real
 //! kernels through the runtime on every core type at every width, and the measured time of
 //! every unit of a net to check the predictions against (the paper's Table III).
 //!
@@ -21,7 +21,7 @@
 //!   sizes and channel counts (the channel counts vary the chunk count, which Eq. 8 needs
 //!   varied). No grid layer has the
 //!   sizes of a layer of the zoo's nets, so the report measures prediction, not recall.
-//! - **A measurement** is `taopipe::profile::unit_times`: a unit alone on a place
+//! - **A measurement** is `taopipe_live::planners::mosaic::unit_times`: a unit alone on a place
 //!   (`Model::stage_graph`), one `rt.run` per run, timed from the calling thread (so an
 //!   emulated slow core's stall counts), the median of the repetitions; the first
 //!   repetition warms caches and scratch and the median drops it. The grid's layers and a
@@ -34,15 +34,15 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::planners::pipeit::{
+    Calibration, CoreType, LayerDesc, MachineInfo, Sample, UnitTime, describe_layers,
+};
 use taopipe_dsl::{DslError, INPUT, LayerKind, NetSpec, Shape, SplitMix64};
 use taopipe_nets::{Model, ModelError, RandomWeights, zoo};
 use taopipe_runtime::{Place, Runtime};
-use taopipe_tuner::pipeit::{
-    Calibration, CoreType, LayerDesc, MachineInfo, Sample, UnitTime, describe_layers,
-};
 
 use crate::devices::devices;
-use crate::profile::{ProfileError, unit_times};
+use crate::planners::mosaic::{ProfileError, unit_times};
 
 /// Why calibration or a measurement failed.
 #[derive(Debug, thiserror::Error)]
@@ -123,8 +123,8 @@ fn conv_layer(c: usize, i: usize, m: usize, f: usize, s: usize) -> BenchLayer {
 /// of VGG16, AlexNet or ResNet50.
 ///
 /// ```
-/// use taopipe::calibrate::default_grid;
-/// use taopipe::tuner::pipeit::{describe_layers, Op};
+/// use taopipe_live::planners::pipeit::default_grid;
+/// use taopipe_live::planners::pipeit::{describe_layers, Op};
 ///
 /// let grid = default_grid();
 /// assert_eq!(grid.len(), 64 + 14 + 11 + 12);
@@ -135,7 +135,7 @@ fn conv_layer(c: usize, i: usize, m: usize, f: usize, s: usize) -> BenchLayer {
 ///         assert!(d.n * d.k * d.m <= 2_000_000_000, "{}", b.name);
 ///     }
 /// }
-/// # Ok::<(), taopipe::calibrate::CalibrateError>(())
+/// # Ok::<(), taopipe_live::planners::pipeit::CalibrateError>(())
 /// ```
 pub fn default_grid() -> Vec<BenchLayer> {
     const INPUTS: [usize; 6] = [7, 14, 28, 56, 112, 224];
@@ -349,9 +349,9 @@ fn input(len: usize, seed: u64) -> Vec<f32> {
 /// input, or a failing run.
 ///
 /// ```no_run
-/// use taopipe::calibrate::{calibrate, CalibrateOptions};
-/// use taopipe::runtime::Runtime;
-/// use taopipe::tuner::pipeit::Predictor;
+/// use taopipe_live::planners::pipeit::{calibrate, CalibrateOptions};
+/// use taopipe_runtime::Runtime;
+/// use taopipe_live::planners::pipeit::Predictor;
 ///
 /// let rt = Runtime::new()?;
 /// let cal = calibrate(&rt, &CalibrateOptions::default(), |done, total, name| {
@@ -440,9 +440,9 @@ pub fn measure_units(
 
 #[cfg(test)]
 mod tests {
+    use crate::planners::pipeit::{Op, Predictor, accuracy, describe};
     use taopipe_nets::{Conv2d, Conv2dParams, GlobalAvgPool, Kernel, Linear, Pool2d, PoolParams};
     use taopipe_runtime::Topology;
-    use taopipe_tuner::pipeit::{Op, Predictor, accuracy, describe};
 
     use super::*;
 

@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 
 use taopipe_dsl::{LayerKind, NetSpec, Shape, SplitMix64};
-use taopipe_tuner::pipeit::{
+use taopipe_live::planners::pipeit::{
     Calibration, CoreType, DseStep, LayerDesc, MachineInfo, Op, PredictError, PredictedMeasure,
     Predictor, Sample, StageKind, TimeMatrix, describe, describe_layers, design_points, find_split,
     pipeline_count, pipelines, plan, work_flow,
@@ -861,7 +861,7 @@ fn resnet50_worked_example() {
 #[test]
 fn seed_key_ranks_seeds_by_predicted_time_times_weight() {
     use taopipe_dsl::Seeds;
-    use taopipe_tuner::pipeit::SeedKey;
+    use taopipe_live::planners::pipeit::SeedKey;
 
     let truth = Truth::big_little(&[1.0, 2.5]);
     let predictor = Predictor::fit(&calibration(&truth, &[2, 2], 0.0, 8)).expect("fit");

@@ -4,8 +4,8 @@
 //!
 //! ```
 //! use taopipe_dsl::{NetSpec, Shape};
-//! use taopipe_tuner::pipeit::{describe, plan, CoreType, Predictor, TimeMatrix};
-//! # use taopipe_tuner::pipeit::{Calibration, LayerDesc, MachineInfo, Op, Sample};
+//! use taopipe_live::planners::pipeit::{describe, plan, CoreType, Predictor, TimeMatrix};
+//! # use taopipe_live::planners::pipeit::{Calibration, LayerDesc, MachineInfo, Op, Sample};
 //! # let mut cal = Calibration::new(MachineInfo { description: "doc".into(), workers: 4,
 //! #     core_types: vec![CoreType::new(0, 2), CoreType::new(2, 2)] });
 //! # for t in 0..2 { for w in 1..=2u64 {
@@ -18,7 +18,7 @@
 //! #         core_type: t, width: w as usize, ms });
 //! # } } }
 //! // `cal`: micro-benchmarks of a machine with 2 big cores (type 0) and 2 three times
-//! // slower ones (type 1), e.g. from `taopipe::calibrate`
+//! // slower ones (type 1), e.g. from `taopipe_live::planners::pipeit`
 //! let predictor = Predictor::fit(&cal)?;
 //! let net = NetSpec::builder("n", Shape::new(3, 64, 64))
 //!     .conv_relu("c1", 32, 3, 1, 1)
@@ -44,7 +44,7 @@
 //! # Core types
 //!
 //! The paper has two core types, Big and small. Here a core type is an index `0..types`
-//! into [`MachineInfo::core_types`]: the facade's `taopipe::devices` (topology clusters
+//! into [`MachineInfo::core_types`]: the facade's `taopipe_live::devices` (topology clusters
 //! split by current speed, fastest first), so type 0 is the paper's `B`. A stage's workers
 //! are all of one type ([`StageKind`]), and types appear in pipeline order fastest first,
 //! as in the paper's §IV-B.
@@ -115,7 +115,7 @@
 //! # The design-space exploration
 //!
 //! [`find_split`], [`work_flow`] and [`merge_stage`] follow Alg. 1–3 on a [`TimeMatrix`];
-//! [`plan`] turns the result into a [`Configuration`](crate::Configuration), dropping the
+//! [`plan`] turns the result into a [`Configuration`](taopipe_tuner::Configuration), dropping the
 //! stages that got no units (their cores stay idle, as in the paper's example where the last
 //! two single-core stages get nothing until stages merge). See each function for the
 //! decisions taken: Alg. 1 moves a unit when that lowers the pair's bottleneck (its printed
@@ -124,6 +124,7 @@
 //! times, and [`SeedKey`] ranks Pipe-search's seeds by them. [`pipeline_count`] and [`design_points`] are Eq. 1 and Eq. 2.
 
 mod accuracy;
+mod calibrate;
 mod desc;
 mod dse;
 mod lstsq;
@@ -132,6 +133,10 @@ mod predict;
 mod seed_key;
 
 pub use accuracy::{Accuracy, AccuracyCell, AccuracyRow, ErrorStats, UnitTime, accuracy};
+pub use calibrate::{
+    BenchLayer, CalibrateError, CalibrateOptions, calibrate, core_types, default_grid,
+    machine_info, measure_units,
+};
 pub use desc::{LayerDesc, Op, UnitDesc, describe, describe_layers};
 pub use dse::{
     DseError, DseStep, MergeResult, Plan, StageKind, TimeMatrix, design_points, find_split,

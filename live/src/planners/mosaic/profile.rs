@@ -2,7 +2,7 @@
 //! need, measured — every unit's time alone on every device, the cost of handing tensors
 //! from one device to another (fitted to [`TransferModel`]s), and every unit's tensor bytes
 //! and memory from the net — assembled into a ready MOSAIC [`Problem`]. A plan runs in
-//! switch mode ([`Profile::switch`] → [`crate::switch::Switch`]: one frame at a time, slice
+//! switch mode ([`Profile::switch`] → [`crate::planners::armcoup::Switch`]: one frame at a time, slice
 //! after slice), to check its prediction against the real thing.
 //!
 //! # What is measured, and decisions
@@ -33,14 +33,14 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::planners::mosaic::{MosaicError, Plan, Problem, TransferModel, UnitCosts};
 use taopipe_dsl::{LayerKind, NetSpec, Shape, Source};
 use taopipe_nets::{Model, ModelError};
 use taopipe_runtime::{Place, Runtime, RuntimeError, SharedSlice};
 use taopipe_tuner::median;
-use taopipe_tuner::mosaic::{MosaicError, Plan, Problem, TransferModel, UnitCosts};
 
 use crate::devices::Device;
-use crate::switch::{Switch, SwitchError, SwitchRun};
+use crate::planners::armcoup::{Switch, SwitchError, SwitchRun};
 
 /// Bytes per tensor value (`f32`).
 const VALUE_BYTES: u64 = 4;
@@ -185,12 +185,12 @@ impl Profile {
 /// problem. `input` is the frame the units run on.
 ///
 /// ```
-/// use taopipe::devices::devices;
-/// use taopipe::dsl::net;
-/// use taopipe::nets::{Model, RandomWeights};
+/// use taopipe_live::devices::devices;
+/// use taopipe_dsl::net;
+/// use taopipe_nets::{Model, RandomWeights};
 /// use std::sync::Arc;
-/// use taopipe::profile::{ProfileOptions, profile};
-/// use taopipe::runtime::{EmulationSpec, Place, Runtime, Topology};
+/// use taopipe_live::planners::mosaic::{ProfileOptions, profile};
+/// use taopipe_runtime::{EmulationSpec, Place, Runtime, Topology};
 ///
 /// let spec = net! { tiny [3, 16, 16] =>
 ///     c1: conv(8, 3x3, pad 1) relu,

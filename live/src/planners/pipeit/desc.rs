@@ -42,7 +42,7 @@ impl Op {
     /// Number of regression terms (Eq. 5 has 8).
     ///
     /// ```
-    /// use taopipe_tuner::pipeit::Op;
+    /// use taopipe_live::planners::pipeit::Op;
     /// assert_eq!(Op::Gemm.terms(), 8);
     /// assert_eq!(Op::Gemv.terms(), 4);
     /// ```
@@ -77,7 +77,7 @@ impl fmt::Display for Op {
 ///
 /// ```
 /// use taopipe_dsl::{NetSpec, Shape};
-/// use taopipe_tuner::pipeit::{describe_layers, Op};
+/// use taopipe_live::planners::pipeit::{describe_layers, Op};
 ///
 /// let net = NetSpec::builder("n", Shape::new(64, 56, 56)).conv_relu("c", 128, 3, 2, 1).build()?;
 /// let d = describe_layers(&net)[0];
@@ -116,7 +116,7 @@ impl LayerDesc {
     /// The regression terms of its [`Op`] (empty for [`Op::Free`]).
     ///
     /// ```
-    /// use taopipe_tuner::pipeit::{LayerDesc, Op};
+    /// use taopipe_live::planners::pipeit::{LayerDesc, Op};
     /// let d = LayerDesc::new(Op::Gemm, 2, 3, 5, 1);
     /// assert_eq!(d.features(), vec![2.0, 3.0, 5.0, 6.0, 15.0, 10.0, 30.0, 1.0]);
     /// ```
@@ -273,7 +273,7 @@ pub fn describe_layers(net: &NetSpec) -> Vec<LayerDesc> {
 ///
 /// ```
 /// use taopipe_dsl::{NetSpec, Shape};
-/// use taopipe_tuner::pipeit::{describe, Op};
+/// use taopipe_live::planners::pipeit::{describe, Op};
 ///
 /// let net = NetSpec::builder("n", Shape::new(3, 32, 32))
 ///     .conv("c1", 16, 3, 1, 1)

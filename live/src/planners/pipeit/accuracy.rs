@@ -98,8 +98,8 @@ pub struct Accuracy {
 /// time that is not finite and positive (the index is the measurement's).
 ///
 /// ```
-/// use taopipe_tuner::pipeit::{accuracy, LayerDesc, Op, UnitDesc, UnitTime};
-/// # use taopipe_tuner::pipeit::{Calibration, CoreType, MachineInfo, Predictor, Sample};
+/// use taopipe_live::planners::pipeit::{accuracy, LayerDesc, Op, UnitDesc, UnitTime};
+/// # use taopipe_live::planners::pipeit::{Calibration, CoreType, MachineInfo, Predictor, Sample};
 /// # let mut cal = Calibration::new(MachineInfo { description: "doc".into(), workers: 1,
 /// #     core_types: vec![CoreType::new(0, 1)] });
 /// # for (i, &(n, k, m)) in [(49, 9, 8), (196, 27, 16), (784, 64, 32), (3136, 144, 64),
@@ -114,7 +114,7 @@ pub struct Accuracy {
 /// let acc = accuracy(&predictor, &units, &measured)?;
 /// assert!((acc.rows[0].error_pct + 100.0 / 11.0).abs() < 1e-6); // 10 % slower than predicted
 /// assert_eq!(acc.cells[0].gemm.count, 1);
-/// # Ok::<(), taopipe_tuner::pipeit::PredictError>(())
+/// # Ok::<(), taopipe_live::planners::pipeit::PredictError>(())
 /// ```
 pub fn accuracy(
     predictor: &Predictor,

@@ -7,7 +7,7 @@ use taopipe_dsl::StageKey;
 
 use super::desc::UnitDesc;
 use super::predict::{PredictError, Predictor};
-use crate::contiguous_places;
+use taopipe_tuner::contiguous_places;
 
 /// A [`StageKey`] from the predictor: the key of a stage is its predicted time (Eq. 9, in
 /// whole nanoseconds) times its weight, the time on the place Pipe-search gives it —
@@ -20,8 +20,8 @@ use crate::contiguous_places;
 ///
 /// ```
 /// use taopipe_dsl::{NetSpec, Seeds, Shape};
-/// use taopipe_tuner::pipeit::{describe, SeedKey};
-/// # use taopipe_tuner::pipeit::{Calibration, CoreType, LayerDesc, MachineInfo, Op, Predictor, Sample};
+/// use taopipe_live::planners::pipeit::{describe, SeedKey};
+/// # use taopipe_live::planners::pipeit::{Calibration, CoreType, LayerDesc, MachineInfo, Op, Predictor, Sample};
 /// # let mut cal = Calibration::new(MachineInfo { description: "doc".into(), workers: 2,
 /// #     core_types: vec![CoreType::new(0, 1), CoreType::new(1, 1)] });
 /// # for t in 0..2 { for (i, &(n, k, m)) in [(49, 9, 8), (196, 27, 16), (784, 64, 32), (3136, 144, 64),

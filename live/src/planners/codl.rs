@@ -55,9 +55,9 @@
 //! one) so that both are measured alike.
 //!
 //! ```
-//! use taopipe::codl::{self, CodlOptions, Profile};
-//! use taopipe::nets::{Model, RandomWeights, zoo};
-//! use taopipe::runtime::{EmulationSpec, Runtime, Topology};
+//! use taopipe_live::planners::codl::{self, CodlOptions, Profile};
+//! use taopipe_nets::{Model, RandomWeights, zoo};
+//! use taopipe_runtime::{EmulationSpec, Runtime, Topology};
 //!
 //! let rt = Runtime::builder().topology(Topology::symmetric(2)?).pin(false).build()?;
 //! rt.emulate(&"w1=powersave".parse::<EmulationSpec>()?)?;
@@ -69,7 +69,7 @@
 //! let plan = codl::plan(&model, &profile, &options)?;
 //! println!("{plan}");
 //! let stats = plan.run(&rt, &model, &input, 3)?;
-//! assert_eq!(stats.latencies_ms.len(), 3);
+//! assert_eq!(stats.latency.len(), 3);
 //! assert_eq!(plan.forward(&rt, &model, &input)?, model.forward(&rt, input, a)?);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -79,11 +79,11 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use taopipe_nets::{Chain, Frame, Model, ModelError, SplitError, SplitPlan};
-use taopipe_runtime::{Place, Runtime, RuntimeError, Task, TaskGraph};
+use taopipe_runtime::{Latencies, Place, Runtime, RuntimeError, Task, TaskGraph};
 use taopipe_tuner::median;
 
 use crate::devices::devices;
-use crate::profile::{ProfileError, unit_times};
+use crate::planners::mosaic::{ProfileError, unit_times};
 
 /// How long the task before a probed exchange runs: longer than the runtime's idle spin
 /// (100 µs), so the other side has parked.
@@ -626,24 +626,24 @@ pub fn plan(
 /// Latencies of frames run one at a time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FrameStats {
-    /// Milliseconds of each frame, from allocating its buffers to its last layer.
-    pub latencies_ms: Vec<f64>,
-    /// Milliseconds of each frame's graph alone (what [`predict`] predicts).
-    pub graph_ms: Vec<f64>,
+    /// Each frame, from allocating its buffers to its last layer.
+    pub latency: Latencies,
+    /// Each frame's graph alone (what [`predict`] predicts).
+    pub graph: Latencies,
     /// Seconds the whole run took.
     pub wall_s: f64,
 }
 
 impl FrameStats {
-    /// The `q`-quantile (nearest rank) of the latencies, `q` in `[0, 1]`; 0 with no frames.
+    /// The `q`-quantile of the latencies in ms ([`Latencies::quantile_ms`]).
     pub fn quantile_ms(&self, q: f64) -> f64 {
-        nearest_rank(&self.latencies_ms, q)
+        self.latency.quantile_ms(q)
     }
 
-    /// The `q`-quantile of the graph times (the latency less the frame's buffer
+    /// The `q`-quantile of the graph times in ms (the latency less the frame's buffer
     /// allocation), comparable with switch-mode and pipeline latencies.
     pub fn graph_quantile_ms(&self, q: f64) -> f64 {
-        nearest_rank(&self.graph_ms, q)
+        self.graph.quantile_ms(q)
     }
 
     /// The median of the graph times.
@@ -664,22 +664,11 @@ impl FrameStats {
     /// Frames per second.
     pub fn throughput_fps(&self) -> f64 {
         if self.wall_s > 0.0 {
-            self.latencies_ms.len() as f64 / self.wall_s
+            self.latency.len() as f64 / self.wall_s
         } else {
             0.0
         }
     }
-}
-
-/// The smallest sample with at least a share `q` of the samples at or below it.
-fn nearest_rank(samples: &[f64], q: f64) -> f64 {
-    let mut s = samples.to_vec();
-    s.sort_by(f64::total_cmp);
-    if s.is_empty() {
-        return 0.0;
-    }
-    let rank = (q.clamp(0.0, 1.0) * s.len() as f64).ceil() as usize;
-    s[rank.clamp(1, s.len()) - 1]
 }
 
 /// Runs `frames` frames of `input` one at a time, each through the graph `graph_of` makes
@@ -701,7 +690,7 @@ pub fn run_frames(
             reason: "at least one frame",
         });
     }
-    let (mut latencies_ms, mut graph_ms) = (Vec::with_capacity(frames), Vec::with_capacity(frames));
+    let (mut latency, mut graph_only) = (Latencies::new(), Latencies::new());
     let start = Instant::now();
     for _ in 0..frames {
         let t = Instant::now();
@@ -709,12 +698,12 @@ pub fn run_frames(
         let graph = graph_of(&frame);
         let g = Instant::now();
         rt.run(graph)?;
-        graph_ms.push(g.elapsed().as_secs_f64() * 1e3);
-        latencies_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        graph_only.record(g.elapsed());
+        latency.record(t.elapsed());
     }
     Ok(FrameStats {
-        latencies_ms,
-        graph_ms,
+        latency,
+        graph: graph_only,
         wall_s: start.elapsed().as_secs_f64(),
     })
 }

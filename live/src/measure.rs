@@ -26,12 +26,12 @@ use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes, contiguous
 /// exactly the paper's; measuring (Pipe-search) still finds the slow core.
 ///
 /// ```
-/// use taopipe::dsl::{Seeds, StageKey};
-/// use taopipe::runtime::{EmulationSpec, Runtime, Topology};
+/// use taopipe_dsl::{Seeds, StageKey};
+/// use taopipe_runtime::{EmulationSpec, Runtime, Topology};
 ///
 /// let rt = Runtime::builder().topology(Topology::symmetric(2)?).pin(false).build()?;
 /// rt.emulate(&"w1=powersave".parse::<EmulationSpec>()?)?;
-/// let seeds = Seeds::new(&[1; 9], 2)?.with_key(taopipe::live::speed_key(&rt));
+/// let seeds = Seeds::new(&[1; 9], 2)?.with_key(taopipe_live::speed_key(&rt));
 /// assert_eq!(seeds.top_k(2, 1)?[0].composition, vec![6, 3]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -9,7 +9,7 @@
 //! nothing overlaps, so a frame's latency is the sum of its runs (plus the switches), and
 //! a run may put its units on whichever device suits them best. Pipeline mode is the
 //! runtime's [`Pipeline`](taopipe_runtime::Pipeline) with one stage per run
-//! ([`Mapping::pipeline`], [`LiveMeasure::stages`](crate::live::LiveMeasure::stages)).
+//! ([`Mapping::pipeline`], [`LiveMeasure::stages`](crate::measure::LiveMeasure::stages)).
 //!
 //! # Speeds (DVFS, emulated)
 //!
@@ -43,9 +43,9 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::planners::armcoup::{Mapping, MappingError};
 use taopipe_nets::{Frame, Model};
-use taopipe_runtime::{EmulationError, EmulationSpec, Place, Runtime, RuntimeError};
-use taopipe_tuner::mapping::{Mapping, MappingError};
+use taopipe_runtime::{EmulationError, EmulationSpec, Latencies, Place, Runtime, RuntimeError};
 
 use crate::devices::Device;
 
@@ -142,10 +142,10 @@ pub struct SwitchRun {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use taopipe::dsl::net;
-/// use taopipe::nets::{Model, RandomWeights};
-/// use taopipe::runtime::{Place, Runtime};
-/// use taopipe::switch::{Switch, SwitchRun};
+/// use taopipe_dsl::net;
+/// use taopipe_nets::{Model, RandomWeights};
+/// use taopipe_runtime::{Place, Runtime};
+/// use taopipe_live::planners::armcoup::{Switch, SwitchRun};
 ///
 /// let spec = net! { tiny [2, 6, 6] =>
 ///     c1: conv(4, 3x3, pad 1) relu,
@@ -277,7 +277,7 @@ impl Switch {
                 busy: Duration::ZERO,
             })
             .collect();
-        let mut latency_ms = Vec::new();
+        let mut latency = Latencies::new();
         let start = Instant::now();
         let mut seq = 0u64;
         for frame in frames {
@@ -295,17 +295,16 @@ impl Switch {
                 stats.busy += t.elapsed();
                 stats.frames += 1;
             }
-            latency_ms.push(admitted.elapsed().as_secs_f64() * 1e3);
+            latency.record(admitted.elapsed());
             sink(seq, frame);
             seq += 1;
         }
         let elapsed = start.elapsed();
         drop(speeds);
-        latency_ms.sort_by(f64::total_cmp);
         Ok(SwitchStats {
             frames: seq,
             elapsed,
-            latency_ms,
+            latency,
             runs,
         })
     }
@@ -344,8 +343,8 @@ pub struct SwitchStats {
     pub frames: u64,
     /// From the first frame's start to the last one's end.
     pub elapsed: Duration,
-    /// Each frame's latency (its first run's start to its last run's end) in ms, sorted.
-    pub latency_ms: Vec<f64>,
+    /// Each frame's latency, its first run's start to its last run's end.
+    pub latency: Latencies,
     /// Per run.
     pub runs: Vec<RunStats>,
 }
@@ -357,14 +356,9 @@ impl SwitchStats {
         if s > 0.0 { self.frames as f64 / s } else { 0.0 }
     }
 
-    /// A latency quantile in ms (`q` in 0..=1, nearest rank; 0 without frames).
-    pub fn latency_quantile_ms(&self, q: f64) -> f64 {
-        let n = self.latency_ms.len();
-        if n == 0 {
-            return 0.0;
-        }
-        let rank = (q.clamp(0.0, 1.0) * n as f64).ceil() as usize;
-        self.latency_ms[rank.clamp(1, n) - 1]
+    /// A latency quantile in ms (`q` in 0..=1; [`Latencies::quantile_ms`]).
+    pub fn latency_ms(&self, q: f64) -> f64 {
+        self.latency.quantile_ms(q)
     }
 }
 
@@ -372,8 +366,8 @@ impl SwitchStats {
 /// (pipeline mode's per-stage DVFS; switch mode rescales per run). See the module docs.
 ///
 /// ```
-/// use taopipe::runtime::{Place, Runtime};
-/// use taopipe::switch::ScaledSpeeds;
+/// use taopipe_runtime::{Place, Runtime};
+/// use taopipe_live::planners::armcoup::ScaledSpeeds;
 ///
 /// let rt = Runtime::builder().workers(3).build()?;
 /// {

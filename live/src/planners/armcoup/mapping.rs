@@ -29,7 +29,7 @@ use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
 
-use crate::config::{ConfigError, Configuration};
+use taopipe_tuner::{ConfigError, Configuration};
 
 /// The most devices a mapping string can name (digits `0`–`9`).
 pub const MAX_DEVICES: usize = 10;
@@ -153,7 +153,7 @@ pub enum MappingError {
 /// A device for every unit, as written in a mapping string.
 ///
 /// ```
-/// use taopipe_tuner::mapping::Mapping;
+/// use taopipe_live::planners::armcoup::Mapping;
 ///
 /// let m = Mapping::parse("BBBLLL", 6, 2)?;
 /// assert_eq!(m.runs(), vec![(0..3, 0), (3..6, 1)]);
@@ -162,7 +162,7 @@ pub enum MappingError {
 /// let c = m.pipeline(&[(0, 1), (1, 1)], 2)?;
 /// assert_eq!(c.to_string(), "[3,3]@{0+1,1+1}");
 /// assert_eq!(Mapping::parse("0012", 4, 3)?.runs(), vec![(0..2, 0), (2..3, 1), (3..4, 2)]);
-/// # Ok::<(), taopipe_tuner::mapping::MappingError>(())
+/// # Ok::<(), taopipe_live::planners::armcoup::MappingError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Mapping {
@@ -186,11 +186,11 @@ impl Mapping {
     /// in digits otherwise.
     ///
     /// ```
-    /// use taopipe_tuner::mapping::Mapping;
+    /// use taopipe_live::planners::armcoup::Mapping;
     ///
     /// assert_eq!(Mapping::from_devices(vec![0, 0, 1])?.to_string(), "BBL");
     /// assert_eq!(Mapping::from_devices(vec![2, 0, 1])?.to_string(), "201");
-    /// # Ok::<(), taopipe_tuner::mapping::MappingError>(())
+    /// # Ok::<(), taopipe_live::planners::armcoup::MappingError>(())
     /// ```
     ///
     /// # Errors

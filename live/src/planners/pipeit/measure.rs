@@ -3,7 +3,7 @@
 
 use super::desc::UnitDesc;
 use super::predict::{CoreType, PredictError, Predictor};
-use crate::{Configuration, Measure, MeasureError, StageTimes};
+use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes};
 
 /// A [`Measure`] that predicts instead of running: a stage's time is the sum of its units'
 /// predictions (Eq. 9) on its place's core type at the place's width.
@@ -15,8 +15,8 @@ use crate::{Configuration, Measure, MeasureError, StageTimes};
 /// ```
 /// use taopipe_dsl::{NetSpec, Shape};
 /// use taopipe_tuner::{Configuration, Measure};
-/// use taopipe_tuner::pipeit::{describe, CoreType, PredictedMeasure, Predictor};
-/// # use taopipe_tuner::pipeit::{Calibration, LayerDesc, MachineInfo, Op, Sample};
+/// use taopipe_live::planners::pipeit::{describe, CoreType, PredictedMeasure, Predictor};
+/// # use taopipe_live::planners::pipeit::{Calibration, LayerDesc, MachineInfo, Op, Sample};
 /// # let mut cal = Calibration::new(MachineInfo { description: "doc".into(), workers: 2,
 /// #     core_types: vec![CoreType::new(0, 1), CoreType::new(1, 1)] });
 /// # for t in 0..2 { for (i, &(n, k, m)) in [(49, 9, 8), (196, 27, 16), (784, 64, 32), (3136, 144, 64),

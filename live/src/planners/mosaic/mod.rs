@@ -44,7 +44,7 @@
 //!   net runs on device 0.
 //!
 //! ```
-//! use taopipe_tuner::mosaic::{Problem, TransferModel, UnitCosts};
+//! use taopipe_live::planners::mosaic::{Problem, TransferModel, UnitCosts};
 //!
 //! // two units, two devices: the first is fast on device 0, the second on device 1
 //! let units = vec![
@@ -56,7 +56,7 @@
 //! problem.transfer[1][0] = TransferModel::new(0.25, 0.0)?;
 //! let plan = problem.solve()?;
 //! assert_eq!(plan.to_string(), "[0..1)@0 [1..2)@1: 2.750 ms (exec 2.000, transfer 0.750)");
-//! # Ok::<(), taopipe_tuner::mosaic::MosaicError>(())
+//! # Ok::<(), taopipe_live::planners::mosaic::MosaicError>(())
 //! ```
 
 use std::fmt;
@@ -64,8 +64,13 @@ use std::ops::Range;
 
 use serde::Serialize;
 
+mod profile;
 mod transfer;
 
+pub use profile::{
+    Profile, ProfileError, ProfileOptions, TransferSample, cut_bytes, fit_transfers, profile,
+    transfer_samples, unit_memory, unit_times,
+};
 pub use transfer::TransferModel;
 
 /// No memory limit.

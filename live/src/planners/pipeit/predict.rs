@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use super::desc::{LayerDesc, Op, UnitDesc};
 use super::lstsq::lstsq;
-use crate::median;
+use taopipe_tuner::median;
 
 /// The format of [`Calibration`] files this crate writes and reads.
 pub const CALIBRATION_VERSION: u32 = 1;
 
-/// One core type: a run of identical workers (a `taopipe::devices` device), fastest first
+/// One core type: a run of identical workers (a `taopipe_live::devices` device), fastest first
 /// in [`MachineInfo::core_types`], so type 0 is the paper's *B*ig cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CoreType {
@@ -30,7 +30,7 @@ impl CoreType {
     /// `cores` workers from `leader` at full speed, cluster 0.
     ///
     /// ```
-    /// use taopipe_tuner::pipeit::CoreType;
+    /// use taopipe_live::planners::pipeit::CoreType;
     /// assert_eq!(CoreType::new(4, 2).workers(), 4..6);
     /// ```
     pub fn new(leader: usize, cores: usize) -> CoreType {
@@ -78,7 +78,7 @@ pub struct Sample {
 /// device and saves as JSON.
 ///
 /// ```
-/// use taopipe_tuner::pipeit::{Calibration, CoreType, MachineInfo};
+/// use taopipe_live::planners::pipeit::{Calibration, CoreType, MachineInfo};
 ///
 /// let cal = Calibration::new(MachineInfo {
 ///     description: "test".into(),
@@ -88,7 +88,7 @@ pub struct Sample {
 /// let back = Calibration::from_json(&cal.to_json())?;
 /// assert_eq!(back, cal);
 /// assert!(Calibration::from_json("{").is_err());
-/// # Ok::<(), taopipe_tuner::pipeit::PredictError>(())
+/// # Ok::<(), taopipe_live::planners::pipeit::PredictError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
@@ -266,7 +266,7 @@ impl MultiCore {
     /// `T_iter = ((1 − ρ)·T₁ − α₁) / iters + α₂`; at least 0.
     ///
     /// ```
-    /// use taopipe_tuner::pipeit::MultiCore;
+    /// use taopipe_live::planners::pipeit::MultiCore;
     /// let m = MultiCore { alpha: [0.0, 0.0, 0.0], repeated: 0.0 };
     /// assert_eq!(m.ms(10.0, 5, 2), 6.0); // the busiest thread does 3 of 5 chunks
     /// let m = MultiCore { alpha: [0.0, 0.0, 0.5], repeated: 0.2 };
@@ -284,7 +284,7 @@ impl MultiCore {
 /// Predicted layer times per core type and width (see the [module docs](super)).
 ///
 /// ```
-/// use taopipe_tuner::pipeit::{Calibration, CoreType, LayerDesc, MachineInfo, Op, Predictor, Sample};
+/// use taopipe_live::planners::pipeit::{Calibration, CoreType, LayerDesc, MachineInfo, Op, Predictor, Sample};
 ///
 /// // A machine where a GEMM takes 1 ns per multiply-add plus 0.1 ms (noise-free).
 /// let mut cal = Calibration::new(MachineInfo {
@@ -301,7 +301,7 @@ impl MultiCore {
 /// let p = Predictor::fit(&cal)?;
 /// let layer = LayerDesc::new(Op::Gemm, 1000, 100, 100, 25);
 /// assert!((p.layer_ms(&layer, 0, 1)? - 10.1).abs() < 1e-6);
-/// # Ok::<(), taopipe_tuner::pipeit::PredictError>(())
+/// # Ok::<(), taopipe_live::planners::pipeit::PredictError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Predictor {

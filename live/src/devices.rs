@@ -23,8 +23,8 @@ pub struct Device {
 /// The devices of `rt` as it runs now (see the module docs), fastest first.
 ///
 /// ```
-/// use taopipe::devices::devices;
-/// use taopipe::runtime::{EmulationSpec, Runtime, Topology};
+/// use taopipe_live::devices::devices;
+/// use taopipe_runtime::{EmulationSpec, Runtime, Topology};
 ///
 /// let rt = Runtime::builder().topology(Topology::symmetric(2)?).pin(false).build()?;
 /// assert_eq!(devices(&rt).len(), 1);

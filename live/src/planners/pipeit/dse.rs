@@ -10,7 +10,7 @@ use taopipe_dsl::composition_count;
 
 use super::desc::UnitDesc;
 use super::predict::{CoreType, PredictError, Predictor};
-use crate::{Compositions, ConfigError, Configuration};
+use taopipe_tuner::{Compositions, ConfigError, Configuration};
 
 /// A pipeline stage's core configuration `P_i = (core_type, core_count)`, displayed
 /// `T0x4` (type 0 — the paper's `B` — four cores).
@@ -78,7 +78,7 @@ pub enum DseError {
 /// `(type, count)`, `count` in `1..=cores[type]`.
 ///
 /// ```
-/// use taopipe_tuner::pipeit::{StageKind, TimeMatrix};
+/// use taopipe_live::planners::pipeit::{StageKind, TimeMatrix};
 ///
 /// // 3 units; type 0 twice as fast as type 1, linear speed-up
 /// let t = TimeMatrix::from_fn(3, &[2, 2], |u, k| {
@@ -87,7 +87,7 @@ pub enum DseError {
 /// assert_eq!(t.ms(2, StageKind::new(1, 2)), Some(3.0));
 /// assert_eq!(t.stage_ms(0..3, StageKind::new(0, 1)), Some(6.0)); // Eq. 9
 /// assert_eq!(t.ms(0, StageKind::new(0, 3)), None);
-/// # Ok::<(), taopipe_tuner::pipeit::DseError>(())
+/// # Ok::<(), taopipe_live::planners::pipeit::DseError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimeMatrix {
@@ -241,13 +241,13 @@ impl TimeMatrix {
 /// average, this one 12 %.
 ///
 /// ```
-/// use taopipe_tuner::pipeit::{find_split, StageKind, TimeMatrix};
+/// use taopipe_live::planners::pipeit::{find_split, StageKind, TimeMatrix};
 ///
 /// // 4 units of 1 ms on type 0, 2 ms on type 1
 /// let t = TimeMatrix::from_fn(4, &[1, 1], |_, k| (k.core_type + 1) as f64)?;
 /// let b = find_split(&t, 0..4, StageKind::new(0, 1), StageKind::new(1, 1));
 /// assert_eq!(b, 3); // 3 ms | 2 ms; moving one more would give 2 | 4
-/// # Ok::<(), taopipe_tuner::pipeit::DseError>(())
+/// # Ok::<(), taopipe_live::planners::pipeit::DseError>(())
 /// ```
 pub fn find_split(
     matrix: &TimeMatrix,
@@ -282,13 +282,13 @@ pub fn find_split(
 /// allocation with the smallest bottleneck among those visited is returned.
 ///
 /// ```
-/// use taopipe_tuner::pipeit::{work_flow, StageKind, TimeMatrix};
+/// use taopipe_live::planners::pipeit::{work_flow, StageKind, TimeMatrix};
 ///
 /// // 7 units of 2 ms on one core
 /// let t = TimeMatrix::from_fn(7, &[3], |_, k| 2.0 / k.cores as f64)?;
 /// let p = [StageKind::new(0, 1), StageKind::new(0, 1), StageKind::new(0, 1)];
 /// assert_eq!(work_flow(&t, &p), vec![3, 2, 2]);
-/// # Ok::<(), taopipe_tuner::pipeit::DseError>(())
+/// # Ok::<(), taopipe_live::planners::pipeit::DseError>(())
 /// ```
 pub fn work_flow(matrix: &TimeMatrix, pipeline: &[StageKind]) -> Vec<usize> {
     let p = pipeline.len();
@@ -475,7 +475,7 @@ impl Plan {
 /// matrix's core counts).
 ///
 /// ```
-/// use taopipe_tuner::pipeit::{plan, CoreType, StageKind, TimeMatrix};
+/// use taopipe_live::planners::pipeit::{plan, CoreType, StageKind, TimeMatrix};
 ///
 /// // 8 equal units; type 1 is 3× slower; perfect speed-up within a type
 /// let t = TimeMatrix::from_fn(8, &[2, 2], |_, k| [1.0, 3.0][k.core_type] / k.cores as f64)?;
@@ -483,7 +483,7 @@ impl Plan {
 /// assert_eq!(p.pipeline[0], StageKind::new(0, 2));
 /// assert_eq!(p.configuration.stages()[0].workers(), 0..2);
 /// assert!(p.bottleneck_ms() < 8.0 / 2.0); // better than the big cores alone
-/// # Ok::<(), taopipe_tuner::pipeit::DseError>(())
+/// # Ok::<(), taopipe_live::planners::pipeit::DseError>(())
 /// ```
 ///
 /// # Errors
@@ -538,7 +538,7 @@ pub fn plan(matrix: &TimeMatrix, core_types: &[CoreType]) -> Result<Plan, DseErr
 /// `1 ≤ p_t ≤ H_t`. 0 when a type has no cores. Saturates at `u128::MAX`.
 ///
 /// ```
-/// use taopipe_tuner::pipeit::pipeline_count;
+/// use taopipe_live::planners::pipeit::pipeline_count;
 /// // the paper's 4 big + 4 small cores: 64 pipelines of 2 to 8 stages
 /// assert_eq!((2..=8).map(|p| pipeline_count(&[4, 4], p)).sum::<u128>(), 64);
 /// ```
@@ -570,7 +570,7 @@ pub fn pipeline_count(cores: &[usize], stages: usize) -> u128 {
 /// formula as printed gives that for `W = 29` (4,272,048 for `W = 28`).
 ///
 /// ```
-/// use taopipe_tuner::pipeit::design_points;
+/// use taopipe_live::planners::pipeit::design_points;
 /// assert_eq!(design_points(29, &[4, 4]), 5_379_616);
 /// ```
 pub fn design_points(units: usize, cores: &[usize]) -> u128 {
@@ -588,7 +588,7 @@ pub fn design_points(units: usize, cores: &[usize]) -> u128 {
 /// a composition of its cores into its stages.
 ///
 /// ```
-/// use taopipe_tuner::pipeit::{pipelines, StageKind};
+/// use taopipe_live::planners::pipeit::{pipelines, StageKind};
 /// let all = pipelines(&[2, 1], 2);
 /// assert_eq!(all, vec![vec![StageKind::new(0, 2), StageKind::new(1, 1)]]);
 /// ```

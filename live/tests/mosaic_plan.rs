@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use proptest::prelude::*;
-use taopipe_tuner::mosaic::{MosaicError, Problem, TransferModel, UNLIMITED, UnitCosts};
+use taopipe_live::planners::mosaic::{MosaicError, Problem, TransferModel, UNLIMITED, UnitCosts};
 
 /// The raw random data of one problem.
 #[derive(Debug, Clone)]

@@ -1,0 +1,35 @@
+//! The live layer's one error type: whatever failed below it, with its source.
+
+use taopipe_dsl::DslError;
+use taopipe_nets::ModelError;
+use taopipe_runtime::{PipelineError, RuntimeError};
+use taopipe_tuner::{ConfigError, SearchError};
+
+use crate::planners::armcoup::SwitchError;
+
+/// What went wrong while tuning or serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LiveError {
+    /// The model rejected a frame or failed a layer.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The runtime refused a graph or a place.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// A pipeline stage failed.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// The search failed (a measurement, or no stage count to search).
+    #[error(transparent)]
+    Search(#[from] SearchError),
+    /// A configuration does not fit the net or the workers.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The layer-parallel baseline failed.
+    #[error(transparent)]
+    Switch(#[from] SwitchError),
+    /// The net's seeds could not be built.
+    #[error("seeds: {0}")]
+    Dsl(#[from] DslError),
+}

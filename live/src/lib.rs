@@ -1,0 +1,30 @@
+//! The live layer of taopipe: what runs a real net on a real runtime, measures it, tunes
+//! it and serves frames through it.
+//!
+//! - [`engine`]: the [`Engine`] a library user holds: tune, then serve frames.
+//! - [`measure`]: the tuner's [`Measure`](taopipe_tuner::Measure) on a real net
+//!   ([`LiveMeasure`]), and the speed-aware seed key.
+//! - [`mod@tune`]: the live search, with the one-stage candidate it always considers.
+//! - [`mod@stream`]: the frame source, streaming a configuration, the layer-parallel baseline.
+//! - [`report`]: the run's [`Report`] (`Serialize`: the JSON scripts read).
+//! - [`devices`]: the runtime's workers grouped into the "devices" of the other papers'
+//!   planners.
+//! - [`planners`]: the seed papers' planners, one module each (Pipe-it, ARM-CO-UP, MOSAIC,
+//!   CoDL).
+#![deny(missing_docs)]
+
+pub mod devices;
+pub mod engine;
+mod error;
+pub mod measure;
+pub mod planners;
+pub mod report;
+pub mod stream;
+pub mod tune;
+
+pub use engine::Engine;
+pub use error::LiveError;
+pub use measure::{LiveMeasure, LiveMode, speed_key};
+pub use report::Report;
+pub use stream::{frame_input, frames, layer_parallel, stream};
+pub use tune::{MeasureKind, SearchKind, SeedKind, TuneOptions};

@@ -1,0 +1,280 @@
+//! Tuning a net live: which search, how trials are measured, and the one-stage candidate
+//! every tuning considers.
+//!
+//! # The one-stage candidate (a decision beyond the paper)
+//! Pipe-search (Alg. 2) searches 2..=C stages. [`tune`] also measures the one-stage
+//! configuration, every unit on all workers (layer-parallel), before the search, with the
+//! same measurement, and serves it if it is strictly faster than the search's best
+//! ([`SearchResult::with_prior`]): a pipeline is only worth its queues when it wins, and
+//! on equal cores it often does not.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use taopipe_dsl::Seeds;
+use taopipe_nets::Model;
+use taopipe_runtime::Runtime;
+use taopipe_tuner::{
+    Configuration, Exhaustive, Measure, MeasureError, PipeSearch, PlacePolicy, RandomWalk, Robust,
+    RobustOptions, SearchError, SearchResult, SearchSpace, StageTimes, StopReason,
+    pipe_search_without_hints,
+};
+
+use crate::LiveError;
+use crate::measure::{LiveMeasure, LiveMode, speed_key};
+use crate::stream::frame_input;
+
+/// Defines a settings enum with its names: `FromStr` (an unknown name is an error listing
+/// the known ones), `Display`, and serialisation as the name.
+macro_rules! named_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum $name { $($(#[$vdoc])* $variant),+ }
+
+        impl $name {
+            /// Every value's name, in order.
+            pub const NAMES: &[&str] = &[$($text),+];
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(format!("`{s}`: expected one of {}", Self::NAMES.join(", "))),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self { $($name::$variant => $text),+ })
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// Which search tunes the pipeline.
+    SearchKind {
+        /// Pipe-search (paper Alg. 2): CV-sorted seeds, α-confidence.
+        Pipe = "pipe",
+        /// Every configuration once.
+        Exhaustive = "exhaustive",
+        /// Uniform draws without repeats, α·(C+1) trials (Pipe-search's expected count).
+        Random = "random",
+        /// Pipe-search with seeds balanced by unit count instead of weight.
+        Nohints = "nohints",
+    }
+}
+
+named_enum! {
+    /// How each trial's stage times are taken.
+    MeasureKind {
+        /// Each stage alone on its workers (the paper's tuning measurement).
+        Isolated = "isolated",
+        /// The pipeline itself, streaming a few frames.
+        Pipelined = "pipelined",
+    }
+}
+
+named_enum! {
+    /// How Pipe-search's seed lists are ranked.
+    SeedKind {
+        /// The CV of the stage weights (Alg. 1).
+        Paper = "paper",
+        /// Stage weights scaled by the known speed and width of each stage's place
+        /// ([`speed_key`]); the same as `paper` when no speed differs.
+        Speed = "speed",
+    }
+}
+
+/// The settings of one tuning.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TuneOptions {
+    /// The search.
+    pub search: SearchKind,
+    /// α: a stage count's exploration stops after this many trials without improvement.
+    pub alpha: usize,
+    /// Most stages (C); `None`: one per worker.
+    pub max_stages: Option<usize>,
+    /// Measured repetitions per trial after one warm-up; the median counts.
+    pub reps: usize,
+    /// How trials are measured.
+    pub measure: MeasureKind,
+    /// How seeds are ranked.
+    pub seeds: SeedKind,
+    /// Seed of the input frame and of the random search.
+    pub seed: u64,
+}
+
+impl Default for TuneOptions {
+    /// Pipe-search with α = 10, isolated stage times, 3 repetitions, the paper's seeds.
+    fn default() -> Self {
+        TuneOptions {
+            search: SearchKind::Pipe,
+            alpha: 10,
+            max_stages: None,
+            reps: 3,
+            measure: MeasureKind::Isolated,
+            seeds: SeedKind::Paper,
+            seed: 1,
+        }
+    }
+}
+
+impl TuneOptions {
+    /// C for `model` on `rt`: `max_stages`, at most one stage per worker and per unit.
+    pub fn stage_limit(&self, rt: &Runtime, model: &Model) -> usize {
+        let (workers, units) = (rt.num_workers(), model.spec().units().len());
+        self.max_stages.unwrap_or(workers).min(workers).min(units)
+    }
+
+    /// Trials the search is expected to take (for a progress bar): the space's size for
+    /// the exhaustive search, else α·(C + 1); plus the one-stage candidate.
+    pub fn expected_trials(&self, rt: &Runtime, model: &Model) -> u64 {
+        let c = self.stage_limit(rt, model);
+        let searched = match self.search {
+            _ if c < 2 => 0,
+            SearchKind::Exhaustive => self.space(rt, model).size() as u64,
+            _ => (self.alpha * (c + 1)) as u64,
+        };
+        searched + 1
+    }
+
+    fn space(&self, rt: &Runtime, model: &Model) -> SearchSpace {
+        let c = self.stage_limit(rt, model);
+        SearchSpace::new(
+            model.spec().units().len(),
+            rt.num_workers(),
+            c,
+            PlacePolicy::Contiguous,
+        )
+    }
+}
+
+/// Calls `on_trial` once per trial, after its repetitions.
+struct Observed<'f, M> {
+    inner: M,
+    on_trial: &'f mut dyn FnMut(&Configuration, &StageTimes),
+}
+
+impl<M: Measure> Measure for Observed<'_, M> {
+    fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
+        let times = self.inner.stage_times(config)?;
+        (self.on_trial)(config, &times);
+        Ok(times)
+    }
+}
+
+/// Tunes `model` on `rt` by measuring: the one-stage candidate first, then the search
+/// from the seeds `options.seeds` names (module docs). `on_trial` sees every trial's
+/// configuration and stage times as they are measured (progress bars, trial tables). A net
+/// or runtime too small for two stages gets the one-stage configuration.
+///
+/// # Errors
+/// A failing measurement or layer.
+pub fn tune(
+    rt: &Runtime,
+    model: &Arc<Model>,
+    options: &TuneOptions,
+    on_trial: &mut dyn FnMut(&Configuration, &StageTimes),
+) -> Result<SearchResult, LiveError> {
+    let (workers, units) = (rt.num_workers(), model.spec().units().len());
+    let c = options.stage_limit(rt, model);
+    let mut measure = Observed {
+        inner: live_measure(rt, model, options)?,
+        on_trial,
+    };
+    let one = Configuration::contiguous(&[units], workers)?;
+    let start = Instant::now();
+    let one_times = measure.stage_times(&one).map_err(SearchError::from)?;
+    let took = start.elapsed();
+    if c < 2 {
+        let alone = SearchResult {
+            best: one.clone(),
+            best_times: one_times.clone(),
+            trials: Vec::new(),
+            tuning: Duration::ZERO,
+            stopped: StopReason::Complete,
+        };
+        return Ok(alone.with_prior(one, one_times, took));
+    }
+    let seeds = match options.seeds {
+        SeedKind::Paper => Seeds::from_net(model.spec(), c)?,
+        SeedKind::Speed => Seeds::from_net(model.spec(), c)?.with_key(speed_key(rt)),
+    };
+    let found = run_search(rt, model, options, &seeds, &mut measure)?;
+    Ok(found.with_prior(one, one_times, took))
+}
+
+/// The search alone (no one-stage candidate) from `seeds`, e.g. seeds ranked by a
+/// planner's predictor: what [`tune`] runs after its candidate.
+///
+/// # Errors
+/// Fewer than two stages possible, a failing measurement or layer.
+pub fn search(
+    rt: &Runtime,
+    model: &Arc<Model>,
+    options: &TuneOptions,
+    seeds: &Seeds,
+    on_trial: &mut dyn FnMut(&Configuration, &StageTimes),
+) -> Result<SearchResult, LiveError> {
+    let mut measure = Observed {
+        inner: live_measure(rt, model, options)?,
+        on_trial,
+    };
+    run_search(rt, model, options, seeds, &mut measure)
+}
+
+/// Stage times through the runtime, warm-up, repetitions and median as `options` say.
+fn live_measure<'a>(
+    rt: &'a Runtime,
+    model: &Arc<Model>,
+    options: &TuneOptions,
+) -> Result<Robust<LiveMeasure<'a>>, LiveError> {
+    let mode = match options.measure {
+        MeasureKind::Isolated => LiveMode::Isolated,
+        MeasureKind::Pipelined => LiveMode::Pipelined { frames: 4 },
+    };
+    let input = frame_input(model.input_len(), options.seed);
+    let live = LiveMeasure::new(rt, model.clone(), input, mode)?;
+    Ok(Robust::new(
+        live,
+        RobustOptions {
+            warmup: 1,
+            repetitions: options.reps.max(1),
+            mad_k: 3.0,
+        },
+    ))
+}
+
+fn run_search(
+    rt: &Runtime,
+    model: &Model,
+    options: &TuneOptions,
+    seeds: &Seeds,
+    measure: &mut dyn Measure,
+) -> Result<SearchResult, LiveError> {
+    let (workers, units) = (rt.num_workers(), model.spec().units().len());
+    let c = options.stage_limit(rt, model);
+    let space = options.space(rt, model);
+    let search = PipeSearch::new(options.alpha, workers);
+    Ok(match options.search {
+        SearchKind::Pipe => search.run(seeds, measure)?,
+        SearchKind::Exhaustive => Exhaustive::new(space).run(measure)?,
+        SearchKind::Random => RandomWalk {
+            space,
+            seed: options.seed,
+            target_ms: None,
+            budget: options.alpha * (c + 1),
+        }
+        .run(measure)?,
+        SearchKind::Nohints => pipe_search_without_hints(&search, units, c, measure)?,
+    })
+}
