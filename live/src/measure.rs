@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use taopipe_dsl::SpeedScaled;
 use taopipe_nets::{Frame, Model, ModelError};
-use taopipe_runtime::{Pipeline, Place, Runtime, RuntimeError, Stage, StopSignal};
+use taopipe_runtime::{Pipeline, Place, Runtime, RuntimeError, Stage};
 use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes, contiguous_places};
 
 /// The speed-aware seed key for `rt` as it runs now (beyond the paper; see
@@ -152,23 +152,18 @@ impl<'a> LiveMeasure<'a> {
     }
 
     fn pipelined(&self, config: &Configuration, frames: u64) -> Result<Vec<f64>, MeasureError> {
-        let failed = |e: &dyn std::fmt::Display| MeasureError::Failed {
-            reason: format!("{config}: {e}"),
-        };
-        let pipeline =
-            Pipeline::new(LiveMeasure::stages(&self.model, config)).map_err(|e| failed(&e))?;
-        LiveMeasure::reserve(self.rt, &self.model, config, &pipeline).map_err(|e| failed(&e))?;
-        let (model, input) = (self.model.clone(), self.input.clone());
-        let mut source = (0..frames).map(move |_| {
-            Arc::new(
-                model
-                    .frame_from(&input)
-                    .expect("the input length was checked"),
-            )
+        let (model, input) = (&self.model, &self.input);
+        let source = (0..frames).map(|_| {
+            model
+                .frame_from(input)
+                .expect("the input length was checked")
         });
-        let stats = pipeline
-            .run(self.rt, &mut source, |_, _| {}, &StopSignal::new())
-            .map_err(|e| failed(&e))?;
+        let stats =
+            crate::stream::stream(self.rt, model, config, source, |_, _| {}).map_err(|e| {
+                MeasureError::Failed {
+                    reason: format!("{config}: {e}"),
+                }
+            })?;
         Ok(stats.stages.iter().map(|s| s.mean_ms()).collect())
     }
 }
