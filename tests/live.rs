@@ -55,6 +55,7 @@ fn pipe_search_tunes_a_real_net() {
     let mut measure = Robust::new(
         live,
         RobustOptions {
+            tolerance: 0.0,
             warmup: 0,
             repetitions: 1,
             mad_k: 3.0,

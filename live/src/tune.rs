@@ -247,6 +247,7 @@ fn live_measure<'a>(
     Ok(Robust::new(
         live,
         RobustOptions {
+            tolerance: 0.0,
             warmup: 1,
             repetitions: options.reps.max(1),
             mad_k: 3.0,

@@ -38,6 +38,10 @@ use std::time::{Duration, Instant};
 
 use crate::topology::Topology;
 
+mod schedule;
+
+pub use schedule::{EmulationSchedule, ScheduleError, Step};
+
 /// Speed factor of the `powersave` preset.
 pub const POWERSAVE: f64 = 0.5;
 /// Speed factor of the `performance` preset.

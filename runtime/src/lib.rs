@@ -54,11 +54,16 @@ mod topology;
 struct ReadmeExamples;
 
 pub use crate::cpulist::{format_cpu_list, parse_cpu_list};
-pub use crate::emulation::{EmulationError, EmulationSpec, PERFORMANCE, POWERSAVE, Target};
+pub use crate::emulation::{
+    EmulationError, EmulationSchedule, EmulationSpec, PERFORMANCE, POWERSAVE, ScheduleError, Step,
+    Target,
+};
 pub use crate::error::RuntimeError;
 pub use crate::graph::{GraphHandle, TaskGraph, TaskId};
 pub use crate::latency::Latencies;
-pub use crate::pipeline::{Pipeline, PipelineError, PipelineStats, Stage, StageStats, StopSignal};
+pub use crate::pipeline::{
+    Observer, Pipeline, PipelineError, PipelineStats, Stage, StageStats, StopSignal,
+};
 pub use crate::place::Place;
 pub use crate::pool::{BuildError, DEFAULT_IDLE_SPIN, Runtime, RuntimeBuilder};
 pub use crate::prepared::PreparedGraph;

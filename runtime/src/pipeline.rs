@@ -22,7 +22,11 @@
 //! - If a stage's graph fails (a task panicked), the pipeline stops admitting, delivers the
 //!   frames ahead of the failed one, and returns the error naming the stage and the frame.
 //! - **Reconfiguring** is calling `run` again with other stages (a new split, new places):
-//!   the runtime, its workers and its trace table live on.
+//!   the runtime, its workers and its trace table live on. Raise the [`StopSignal`] to end
+//!   a run between two frames; the frames not yet admitted wait in the iterator for the
+//!   next run, so switching loses, duplicates and reorders nothing.
+//! - **Watching**: an observer ([`Pipeline::with_observer`]) sees each stage's service time
+//!   for each frame as it happens, so a caller can notice the cores changing mid-run.
 //!
 //! # Examples
 //! ```
@@ -69,6 +73,9 @@ mod queue;
 use queue::{Queue, Receiver, Sender};
 
 type Runner<F> = dyn Fn(&Runtime, &F) -> Result<(), RuntimeError> + Send + Sync;
+
+/// Sees `(stage, seq, service time)` after each runner call, on the stage's driver thread.
+pub type Observer = dyn Fn(usize, u64, Duration) + Send + Sync;
 
 /// One stage: a name, a place, and the work it runs for a frame (its tasks should run on
 /// the stage's place: use [`Stage::place`] when building them).
@@ -276,10 +283,20 @@ impl PipelineStats {
 }
 
 /// Ordered stages and the capacity of the queues between them.
-#[derive(Debug)]
 pub struct Pipeline<F> {
     stages: Vec<Stage<F>>,
     queue: usize,
+    observer: Option<Arc<Observer>>,
+}
+
+impl<F> fmt::Debug for Pipeline<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("stages", &self.stages)
+            .field("queue", &self.queue)
+            .field("observed", &self.observer.is_some())
+            .finish()
+    }
 }
 
 /// A frame on its way, with its sequence number and admission time.
@@ -308,7 +325,11 @@ impl<F: Send> Pipeline<F> {
                 });
             }
         }
-        Ok(Pipeline { stages, queue: 2 })
+        Ok(Pipeline {
+            stages,
+            queue: 2,
+            observer: None,
+        })
     }
 
     /// Sets how many frames may wait between two stages.
@@ -321,6 +342,31 @@ impl<F: Send> Pipeline<F> {
         }
         self.queue = frames;
         Ok(self)
+    }
+
+    /// Calls `observer(stage, seq, service)` after each stage finishes each frame, on that
+    /// stage's driver thread (keep it short: the stage waits for it). `seq` counts from 0
+    /// per run, like the sink's.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use taopipe_runtime::{Pipeline, Place, Runtime, Stage, StopSignal, TaskGraph};
+    ///
+    /// let rt = Runtime::builder().workers(1).build()?;
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = seen.clone();
+    /// let pipeline = Pipeline::new(vec![Stage::new("s", Place::new(0, 1), |_: &u32| TaskGraph::new())])?
+    ///     .with_observer(move |stage, seq, _took| log.lock().unwrap().push((stage, seq)));
+    /// pipeline.run(&rt, &mut (0..3u32), |_, _| {}, &StopSignal::new())?;
+    /// assert_eq!(*seen.lock().unwrap(), [(0, 0), (0, 1), (0, 2)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_observer(
+        mut self,
+        observer: impl Fn(usize, u64, Duration) + Send + Sync + 'static,
+    ) -> Pipeline<F> {
+        self.observer = Some(Arc::new(observer));
+        self
     }
 
     /// Frames that may wait between two stages.
@@ -379,8 +425,13 @@ impl<F: Send> Pipeline<F> {
                 .map(|(i, stage)| {
                     let rx = receivers[i].take().expect("fresh channel");
                     let tx = senders[i + 1].take().expect("fresh channel");
-                    let (failure, halt) = (&failure, &halt);
-                    s.spawn(move || drive(rt, stage, rx, tx, failure, halt))
+                    let watch = Watch {
+                        stage: i,
+                        observer: self.observer.as_deref(),
+                        failure: &failure,
+                        halt: &halt,
+                    };
+                    s.spawn(move || drive(rt, stage, rx, tx, watch))
                 })
                 .collect();
             let out = receivers[n].take().expect("fresh channel");
@@ -445,24 +496,35 @@ fn admit<F>(
     seq
 }
 
+/// What a driver reports to, beside its queues.
+struct Watch<'a> {
+    stage: usize,
+    observer: Option<&'a Observer>,
+    failure: &'a Mutex<Option<PipelineError>>,
+    halt: &'a StopSignal,
+}
+
 /// One stage's driver: frames in order, one runner call each. Returns (frames, busy time).
 fn drive<F>(
     rt: &Runtime,
     stage: &Stage<F>,
     rx: Receiver<'_, InFlight<F>>,
     tx: Sender<'_, InFlight<F>>,
-    failure: &Mutex<Option<PipelineError>>,
-    halt: &StopSignal,
+    watch: Watch<'_>,
 ) -> (u64, Duration) {
     let (mut frames, mut busy) = (0u64, Duration::ZERO);
     for flight in rx {
         let start = Instant::now();
         let result = (stage.run)(rt, &flight.frame);
-        busy += start.elapsed();
+        let took = start.elapsed();
+        busy += took;
         frames += 1;
+        if let Some(observe) = watch.observer {
+            observe(watch.stage, flight.seq, took);
+        }
         if let Err(error) = result {
-            halt.stop();
-            let mut first = failure.lock().unwrap_or_else(|e| e.into_inner());
+            watch.halt.stop();
+            let mut first = watch.failure.lock().unwrap_or_else(|e| e.into_inner());
             first.get_or_insert(PipelineError::Stage {
                 stage: stage.name.clone(),
                 frame: flight.seq,

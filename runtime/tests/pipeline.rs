@@ -159,6 +159,88 @@ fn reconfiguring_between_frames_keeps_the_order() {
     assert_eq!(stats.stages.len(), 2);
 }
 
+/// A pseudo-random split of 4 workers into 1..=4 stages (xorshift of `x`).
+fn random_stages(x: &mut u64) -> Vec<Stage<Arc<Frame>>> {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    let mut widths = Vec::new();
+    let mut left = 4;
+    let mut bits = *x;
+    while left > 0 {
+        let w = 1 + (bits % left as u64) as usize;
+        widths.push(w);
+        left -= w;
+        bits /= 5;
+    }
+    let mut leader = 0;
+    widths
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let s = stage(i, Place::new(leader, w), 1 + i % 2);
+            leader += w;
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn a_hundred_reconfigurations_under_load_deliver_every_frame_once_in_order() {
+    let rt = Runtime::builder().workers(4).build().expect("runtime");
+    let total = 1500;
+    let mut source = frames(total);
+    let mut ids = Vec::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let load_done = StopSignal::new();
+    std::thread::scope(|s| {
+        // Other graphs compete for the same workers all along.
+        s.spawn(|| {
+            while !load_done.is_stopped() {
+                let mut g = TaskGraph::new();
+                g.add(Task::new("load", |_| common::spin_for(50)).width(2));
+                rt.run(g).expect("load graph");
+            }
+        });
+        for run in 0..100u64 {
+            let stop = StopSignal::new();
+            // The observer ends the run, as a watcher noticing a change would: after a
+            // few frames of the last stage.
+            let last = Arc::new(AtomicUsize::new(0));
+            let stages = random_stages(&mut x);
+            let n = stages.len();
+            let (seen, signal) = (last.clone(), stop.clone());
+            let after = 2 + (run % 7) as usize;
+            let pipeline =
+                Pipeline::new(stages)
+                    .expect("pipeline")
+                    .with_observer(move |stage, _, _| {
+                        if stage + 1 == n && seen.fetch_add(1, Ordering::Relaxed) + 1 >= after {
+                            signal.stop();
+                        }
+                    });
+            pipeline
+                .run(
+                    &rt,
+                    &mut source,
+                    |_, f| {
+                        let visits = f.visits.lock().expect("lock").clone();
+                        assert_eq!(visits, (0..n).collect::<Vec<_>>(), "frame {}", f.id);
+                        ids.push(f.id);
+                    },
+                    &stop,
+                )
+                .expect("run");
+        }
+        load_done.stop();
+    });
+    let delivered = ids.len() as u64;
+    assert!(delivered >= 200, "only {delivered} frames in 100 runs");
+    assert_eq!(ids, (0..delivered).collect::<Vec<_>>());
+    // The rest are still in the source, untouched.
+    assert_eq!(source.next().map(|f| f.id), Some(delivered));
+}
+
 #[test]
 fn a_failing_stage_is_an_error_naming_stage_and_frame() {
     let rt = Runtime::builder().workers(2).build().expect("runtime");

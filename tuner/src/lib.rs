@@ -29,8 +29,12 @@ mod config;
 mod measure;
 mod pipe_search;
 mod report;
+mod retune;
 mod simulated;
+mod speeds;
+mod stable;
 mod trial;
+mod watch;
 
 pub use baselines::{Exhaustive, RandomWalk, count_seeds, pipe_search_without_hints};
 pub use config::{
@@ -42,7 +46,11 @@ pub use measure::{
 };
 pub use pipe_search::PipeSearch;
 pub use report::{BestRecord, Report};
+pub use retune::{CONFIRM_MARGIN, CONFIRM_MAX, WarmStart, retune};
 pub use simulated::{
     POWERSAVE_SPEED, PRESET_EFFICIENCY, PRESET_PENALTY, SimulatedPlatform, Tx2Governor,
 };
+pub use speeds::{speed_key, worker_speeds};
+pub use stable::{Samples, Stability};
 pub use trial::{Phase, SearchError, SearchResult, StopReason, Trial};
+pub use watch::{Change, Watch, WatchOptions};

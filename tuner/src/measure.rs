@@ -1,7 +1,7 @@
 //! Measuring a configuration: the [`Measure`] trait, [`StageTimes`], and the [`Robust`]
 //! wrapper (warm-up, repetitions, median, outlier rejection).
 
-use crate::{ConfigError, Configuration};
+use crate::{ConfigError, Configuration, Samples, Stability};
 
 /// The time of each stage of one configuration, in milliseconds, in pipeline order.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,26 +126,31 @@ pub struct RobustOptions {
     /// Runs before the first sample, thrown away (cold caches, page faults, frequency
     /// ramp-up).
     pub warmup: usize,
-    /// Samples taken (at least 1 is taken).
+    /// Most samples taken (at least 1 is taken).
     pub repetitions: usize,
+    /// Stop before `repetitions` once the slowest stage's median is stable within this
+    /// relative tolerance after at least 3 samples ([`Stability`]'s rule); 0: always take
+    /// every repetition.
+    pub tolerance: f64,
     /// Samples farther than `mad_k · σ̂` from the median are dropped, where
     /// `σ̂ = 1.4826 · MAD` (the MAD scaled to estimate σ for normal data).
     pub mad_k: f64,
 }
 
 impl Default for RobustOptions {
-    /// 1 warm-up run, 7 samples, `k = 3`.
+    /// 1 warm-up run, 7 samples, `k = 3`, no early stop.
     fn default() -> Self {
         RobustOptions {
             warmup: 1,
             repetitions: 7,
+            tolerance: 0.0,
             mad_k: 3.0,
         }
     }
 }
 
-/// A measurer that repeats another one: `warmup` runs thrown away, then `repetitions`
-/// samples; for **each stage independently**, samples beyond `mad_k · 1.4826 · MAD` of the
+/// A measurer that repeats another one: `warmup` runs thrown away, then up to
+/// `repetitions` samples (fewer once stable, with a `tolerance`); for **each stage independently**, samples beyond `mad_k · 1.4826 · MAD` of the
 /// median are dropped ([`median_without_outliers`]) and the median of the rest is the
 /// stage's time. A per-stage median, so the reported stages need not come from one run.
 ///
@@ -208,19 +213,20 @@ impl<M: Measure> Measure for Robust<M> {
             measure_checked(&mut self.inner, config)?;
         }
         let reps = self.options.repetitions.max(1);
-        let stages = config.stage_count();
-        let mut per_stage: Vec<Vec<f64>> = vec![Vec::with_capacity(reps); stages];
-        for _ in 0..reps {
-            let t = measure_checked(&mut self.inner, config)?;
-            for (samples, v) in per_stage.iter_mut().zip(t.stage_ms) {
-                samples.push(v);
+        let rule = if self.options.tolerance > 0.0 {
+            Stability {
+                min: reps.min(3),
+                max: reps,
+                tolerance: self.options.tolerance,
             }
+        } else {
+            Stability::fixed(reps)
+        };
+        let mut samples = Samples::new(config.stage_count());
+        while !samples.settled(&rule) {
+            samples.push(&measure_checked(&mut self.inner, config)?.stage_ms);
         }
-        let stage_ms = per_stage
-            .iter()
-            .map(|s| median_without_outliers(s, self.options.mad_k).unwrap_or(0.0))
-            .collect();
-        Ok(StageTimes::new(stage_ms))
+        Ok(samples.times(self.options.mad_k))
     }
 }
 

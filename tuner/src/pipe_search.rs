@@ -124,6 +124,37 @@ impl PipeSearch {
         seeds: &Seeds,
         measure: &mut M,
     ) -> Result<SearchResult, SearchError> {
+        self.run_warm(seeds, measure, &[])
+    }
+
+    /// Alg. 2 started warm, for a re-tune: the configurations in `known` (typically the one
+    /// serving, with the stage times it showed on live frames) are logged first
+    /// ([`Phase::Current`]) without being measured, and count as `S_min` candidates from
+    /// the start, so the search only replaces them with something measured faster. Pass
+    /// seeds ranked for the speeds just measured ([`speed_key`](crate::speed_key)).
+    ///
+    /// ```
+    /// use taopipe_dsl::{Seeds, SYNTH1};
+    /// use taopipe_tuner::{Configuration, Measure, Phase, PipeSearch, SimulatedPlatform};
+    ///
+    /// let costs: Vec<f64> = SYNTH1.iter().map(|&w| w as f64).collect();
+    /// let mut sim = SimulatedPlatform::symmetric(costs, 2);
+    /// let serving = Configuration::contiguous(&[SYNTH1.len()], 2)?;
+    /// let times = sim.stage_times(&serving)?;
+    /// let found = PipeSearch::new(3, 2).run_warm(&Seeds::new(&SYNTH1, 2)?, &mut sim, &[(serving, times)])?;
+    /// assert_eq!(found.trials[0].phase, Phase::Current);
+    /// assert_eq!(sim.measurements() as usize, found.trials.len()); // 1 before + the search's
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub fn run_warm<M: Measure + ?Sized>(
+        &self,
+        seeds: &Seeds,
+        measure: &mut M,
+        known: &[(Configuration, crate::StageTimes)],
+    ) -> Result<SearchResult, SearchError> {
         let start = Instant::now();
         let units = seeds.weights().len();
         let counts = seeds.stage_counts();
@@ -145,6 +176,9 @@ impl PipeSearch {
             })
             .collect::<Result<_, SearchError>>()?;
         let mut eval = Evaluator::new();
+        for (config, times) in known {
+            eval.know(config.clone(), times, Phase::Current);
+        }
 
         // Line 1: S_min ← the best of the seeds S[p][0].
         let mut seeds_of: Vec<Option<Configuration>> = Vec::with_capacity(lists.len());
@@ -180,7 +214,7 @@ impl PipeSearch {
         }
 
         // Lines 17–30: phase 2 on the stage count of S_min.
-        let p = eval.best_stage_count().unwrap_or(2);
+        let p = eval.best_stage_count(2..=max_stages).unwrap_or(2);
         let list = &mut lists[p - 2];
         let mut gamma = 0;
         let mut stopped = StopReason::Confidence;

@@ -3,6 +3,7 @@
 //! is measured twice.
 
 use std::collections::HashMap;
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,9 @@ pub enum Phase {
     /// (every unit on all workers, layer-parallel) that an engine always considers
     /// ([`SearchResult::with_prior`]).
     Prior,
+    /// A re-tune's starting point: the configuration that was serving, timed on the live
+    /// frames that showed the change (not measured again; [`PipeSearch::run_warm`](crate::PipeSearch::run_warm)).
+    Current,
 }
 
 /// One measured configuration.
@@ -215,6 +219,30 @@ impl Evaluator {
         Ok((t, improved))
     }
 
+    /// Logs `config` as known to take `times` (measured elsewhere, e.g. while serving)
+    /// without measuring it; it competes for the best like any trial.
+    pub(crate) fn know(&mut self, config: Configuration, times: &StageTimes, phase: Phase) {
+        if self.seen.contains_key(&config) {
+            return;
+        }
+        let slowest_ms = times.slowest_ms();
+        let i = self.trials.len();
+        self.seen.insert(config.clone(), i);
+        self.trials.push(Trial {
+            configuration: config,
+            stage_ms: times.stage_ms.clone(),
+            slowest_ms,
+            phase,
+            rank: None,
+        });
+        if self
+            .best
+            .is_none_or(|b| slowest_ms < self.trials[b].slowest_ms)
+        {
+            self.best = Some(i);
+        }
+    }
+
     /// Number of configurations measured.
     pub(crate) fn len(&self) -> usize {
         self.trials.len()
@@ -225,10 +253,14 @@ impl Evaluator {
         self.seen.contains_key(config)
     }
 
-    /// The stage count of the best configuration so far.
-    pub(crate) fn best_stage_count(&self) -> Option<usize> {
-        self.best
-            .map(|b| self.trials[b].configuration.stage_count())
+    /// The stage count of the fastest configuration so far among those of `counts` stages
+    /// (a re-tune's known one-stage configuration can be the best, but has no list).
+    pub(crate) fn best_stage_count(&self, counts: RangeInclusive<usize>) -> Option<usize> {
+        self.trials
+            .iter()
+            .filter(|t| counts.contains(&t.configuration.stage_count()))
+            .min_by(|a, b| a.slowest_ms.total_cmp(&b.slowest_ms))
+            .map(|t| t.configuration.stage_count())
     }
 
     /// The result; `None` when nothing was measured.

@@ -58,6 +58,7 @@ fn robust_discards_warmup_and_rejects_spikes() {
         calls: 0,
     };
     let options = RobustOptions {
+        tolerance: 0.0,
         warmup: 1,
         repetitions: 5,
         mad_k: 3.0,
@@ -76,6 +77,7 @@ fn robust_discards_warmup_and_rejects_spikes() {
             calls: 0,
         },
         RobustOptions {
+            tolerance: 0.0,
             warmup: 0,
             repetitions: 6,
             mad_k: 3.0,
@@ -91,6 +93,7 @@ fn robust_discards_warmup_and_rejects_spikes() {
             calls: 0,
         },
         RobustOptions {
+            tolerance: 0.0,
             warmup: 0,
             repetitions: 0,
             mad_k: 3.0,
@@ -115,6 +118,7 @@ fn robust_tames_a_noisy_platform() {
     let mut robust = Robust::new(
         SimulatedPlatform::symmetric(costs, 2).with_noise(11, 0.2),
         RobustOptions {
+            tolerance: 0.0,
             warmup: 0,
             repetitions: 15,
             mad_k: 3.0,

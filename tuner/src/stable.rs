@@ -1,0 +1,127 @@
+//! When to stop repeating a measurement: the stable-median rule.
+//!
+//! # The rule (a decision: the paper repeats a fixed number of times)
+//! Samples come in one at a time (a run of every stage, or one live frame). After each,
+//! the slowest of the per-stage medians (`T_s`, what the search compares) is recomputed.
+//! Measuring stops as soon as
+//! - at least [`Stability::min`] samples are in **and** the last sample moved `T_s` by at
+//!   most [`Stability::tolerance`] of its value (one more sample would not change the
+//!   verdict of a comparison finer than that), or
+//! - [`Stability::max`] samples are in.
+//!
+//! On a quiet machine a trial so costs `min` samples; noise buys more, up to `max`.
+
+use crate::{StageTimes, median, median_without_outliers};
+
+/// The stable-median rule's settings (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Stability {
+    /// Fewest samples.
+    pub min: usize,
+    /// Most samples.
+    pub max: usize,
+    /// Largest relative move of `T_s` by the last sample that counts as stable.
+    pub tolerance: f64,
+}
+
+impl Default for Stability {
+    /// 3 to 7 samples, stable within 2%.
+    fn default() -> Self {
+        Stability {
+            min: 3,
+            max: 7,
+            tolerance: 0.02,
+        }
+    }
+}
+
+impl Stability {
+    /// Exactly `n` samples (no early stop).
+    pub fn fixed(n: usize) -> Self {
+        Stability {
+            min: n,
+            max: n,
+            tolerance: 0.0,
+        }
+    }
+}
+
+/// The samples of one measurement, per stage, and `T_s` after each.
+///
+/// ```
+/// use taopipe_tuner::{Samples, Stability};
+///
+/// let rule = Stability::default();
+/// let mut s = Samples::new(2);
+/// s.push(&[10.0, 20.0]);
+/// s.push(&[10.0, 21.0]);
+/// assert!(!s.settled(&rule)); // fewer than 3 samples
+/// s.push(&[10.0, 20.2]); // T_s: 20.0 → 20.5 → 20.2, moved by 1.5%
+/// assert!(s.settled(&rule));
+/// assert_eq!(s.times(3.0).stage_ms, vec![10.0, 20.2]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Samples {
+    per_stage: Vec<Vec<f64>>,
+    slowest: Vec<f64>,
+}
+
+impl Samples {
+    /// No samples yet, for `stages` stages.
+    pub fn new(stages: usize) -> Self {
+        Samples {
+            per_stage: vec![Vec::new(); stages],
+            slowest: Vec::new(),
+        }
+    }
+
+    /// Adds one sample (one time per stage; extra times are ignored).
+    pub fn push(&mut self, stage_ms: &[f64]) {
+        for (samples, &v) in self.per_stage.iter_mut().zip(stage_ms) {
+            samples.push(v);
+        }
+        let slowest = self
+            .per_stage
+            .iter()
+            .filter_map(|s| median(s))
+            .fold(0.0, f64::max);
+        self.slowest.push(slowest);
+    }
+
+    /// Samples taken.
+    pub fn len(&self) -> usize {
+        self.slowest.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.slowest.is_empty()
+    }
+
+    /// Whether `rule` says to stop (module docs).
+    pub fn settled(&self, rule: &Stability) -> bool {
+        let n = self.len();
+        if n >= rule.max.max(1) {
+            return true;
+        }
+        if n < rule.min.max(2) {
+            return false;
+        }
+        let (now, before) = (self.slowest[n - 1], self.slowest[n - 2]);
+        (now - before).abs() <= rule.tolerance * now.abs()
+    }
+
+    /// Each stage's median after dropping samples beyond `mad_k` robust deviations
+    /// ([`median_without_outliers`]); 0 for a stage without samples.
+    pub fn times(&self, mad_k: f64) -> StageTimes {
+        StageTimes::new(
+            self.per_stage
+                .iter()
+                .map(|s| median_without_outliers(s, mad_k).unwrap_or(0.0))
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod test;
