@@ -70,9 +70,10 @@ struct Cli {
     /// pipe-it, pipe-search, pipe-search+pipe-it, arm-co-up, mosaic, codl.
     #[arg(long, value_delimiter = ',', default_values_t = Planner::ALL.map(|p| p.name().to_string()))]
     planners: Vec<String>,
-    /// Pipe-search's confidence α (trials without improvement before a loop gives up).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
-    alpha: u64,
+    /// Pipe-search's confidence α, as in the other tools: `--tune alpha=10` stops a stage
+    /// count's exploration after 10 trials without improvement.
+    #[arg(long, value_name = "alpha=N", default_value = "alpha=10", value_parser = common::parse_tune)]
+    tune: usize,
     /// Most pipeline stages (C). Default: one per worker.
     #[arg(long)]
     max_stages: Option<usize>,
@@ -389,12 +390,14 @@ impl Bench<'_> {
         self.bar.set_message(format!("{}: tuning", planner.name()));
         let options = TuneOptions {
             search: SearchKind::Pipe,
-            alpha: self.cli.alpha as usize,
+            alpha: self.cli.tune,
             max_stages: Some(self.max_stages),
             reps: self.cli.reps as usize,
+            tolerance: 0.0,
             measure: MeasureKind::Isolated,
             seeds: SeedKind::Paper,
             seed: self.cli.seed,
+            watch: None,
         };
         let (trials, mut print) = trial_printer(options.expected_trials(self.rt, &self.model) - 1)?;
         let result: SearchResult = self
@@ -629,7 +632,7 @@ fn main() -> anyhow::Result<()> {
             "devices": bench.devices.iter().map(|d| json!({
                 "leader": d.place.leader(), "width": d.place.width(), "speed": d.speed})).collect::<Vec<_>>(),
             "frames": cli.frames,
-            "alpha": cli.alpha,
+            "alpha": cli.tune,
             "rows": rows,
         });
         common::write_json(path, &report)?;

@@ -154,3 +154,16 @@ pub(crate) fn baseline(
     let stats = layer_parallel(rt, model, frames(model, count, seed), |_, _| bar.inc(1))?;
     Ok(StreamReport::from_switch(&stats))
 }
+
+/// `alpha=N` with N ≥ 1.
+pub(crate) fn parse_tune(text: &str) -> Result<usize, String> {
+    let value = text
+        .strip_prefix("alpha=")
+        .ok_or_else(|| format!("`{text}`: expected `alpha=N`, e.g. `alpha=10`"))?;
+    match value.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{text}`: α must be a whole number ≥ 1, got `{value}`"
+        )),
+    }
+}

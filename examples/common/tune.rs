@@ -4,14 +4,17 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
+use taopipe::live::report::PacedRun;
 use taopipe::live::{Engine, MeasureKind, SearchKind, SeedKind, TuneOptions, frames};
 use taopipe::nets::{Model, RandomWeights, zoo};
-use taopipe::tuner::{Configuration, StageTimes};
+use taopipe::runtime::EmulationSchedule;
+use taopipe::tuner::{Configuration, StageTimes, WatchOptions};
 
 use super::{RuntimeArgs, zoo_net};
 
@@ -25,7 +28,7 @@ pub(crate) struct TuneCli {
     runtime: RuntimeArgs,
     /// Tune online with confidence α: `--tune alpha=10` stops a stage count's exploration after
     /// 10 trials without improvement. Without it, the best CV-sorted seed runs untuned.
-    #[arg(long, value_name = "alpha=N", value_parser = parse_tune)]
+    #[arg(long, value_name = "alpha=N", value_parser = super::parse_tune)]
     tune: Option<usize>,
     /// The search: pipe (Pipe-search, Alg. 2), exhaustive, random (α·(C+1) uniform draws)
     /// or nohints (Pipe-search with seeds balanced by unit count).
@@ -37,13 +40,48 @@ pub(crate) struct TuneCli {
     /// runtime knows of no speed difference).
     #[arg(long, default_value_t = SeedKind::Paper)]
     seeds: SeedKind,
-    /// How trials are measured: isolated (each stage alone on its workers, the paper's
-    /// measurement) or pipelined (the pipeline itself, streaming 4 frames).
-    #[arg(long, default_value_t = MeasureKind::Isolated)]
+    /// How trials are measured: live (the pipeline serving frames, each stage's service
+    /// time per frame), isolated (each stage alone on its workers, the paper's measurement)
+    /// or pipelined (the pipeline streaming 4 frames per repetition).
+    #[arg(long, default_value_t = MeasureKind::Live)]
     measure: MeasureKind,
-    /// Measured repetitions per trial (after one warm-up); the median counts.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Most samples per trial (frames for live trials, repetitions after one warm-up
+    /// otherwise); the medians count.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) reps: u64,
+    /// A trial stops once its slowest stage's median moved by at most this fraction with
+    /// its last sample, after at least 3 samples; 0 takes every --reps sample.
+    #[arg(long, default_value_t = 0.02, value_parser = parse_fraction)]
+    tolerance: f64,
+    /// Never re-tune while serving (by default each stage's service time is watched and a
+    /// sustained change re-tunes on live frames).
+    #[arg(long)]
+    no_retune: bool,
+    /// Relative shift of a stage's median service time, over the watch window, that
+    /// triggers a re-tune.
+    #[arg(long, default_value_t = 0.15, value_parser = parse_fraction)]
+    retune_threshold: f64,
+    /// Frames in the watch window (a change must last more than half of them).
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u64).range(1..))]
+    retune_window: u64,
+    /// Change the emulated speeds during the run: `TIME:SPEC` steps, e.g.
+    /// `0s:none,20s:w1=powersave,40s:none` (SPEC as for --emulate; `none`: full speed).
+    #[arg(long, value_name = "SCHEDULE")]
+    emulate_schedule: Option<EmulationSchedule>,
+    /// Offer frames at this many per second, as a camera does, and measure latency from
+    /// each frame's due time. Without it the run saturates the pipeline (its throughput
+    /// counts) and a second, short run at 80% of that throughput measures latency.
+    #[arg(long, value_name = "FPS", value_parser = parse_rate)]
+    rate: Option<f64>,
+    /// Serve for this many seconds instead of --frames frames (the baseline still runs
+    /// --frames frames).
+    #[arg(long, value_name = "S", value_parser = parse_rate)]
+    seconds: Option<f64>,
+    /// Write SVG pictures of the run into this folder: run.svg (throughput and stage times
+    /// over time, changes and re-tunes marked, the search trajectory) and balance.svg (the
+    /// chosen pipeline's stage balance).
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
     /// Most stages to consider (C). Default: one per worker.
     #[arg(long)]
     max_stages: Option<usize>,
@@ -64,16 +102,21 @@ pub(crate) struct TuneCli {
     json: Option<PathBuf>,
 }
 
-/// `alpha=N` with N ≥ 1.
-fn parse_tune(text: &str) -> Result<usize, String> {
-    let value = text
-        .strip_prefix("alpha=")
-        .ok_or_else(|| format!("`{text}`: expected `alpha=N`, e.g. `alpha=10`"))?;
-    match value.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
+/// A fraction in [0, 1).
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if (0.0..1.0).contains(&x) => Ok(x),
         _ => Err(format!(
-            "`{text}`: α must be a whole number ≥ 1, got `{value}`"
+            "`{text}`: expected a fraction in [0, 1), e.g. 0.15"
         )),
+    }
+}
+
+/// A positive finite number.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("`{text}`: expected a positive number")),
     }
 }
 
@@ -121,16 +164,18 @@ pub(crate) fn trial_printer(
 /// Runs the tool for the example `default_net`.
 pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     let cli = TuneCli::parse();
+    if let Some(path) = cli.json.as_ref().filter(|p| p.as_os_str() != "-") {
+        super::check_output_folder(path)?;
+    }
+    if let Some(dir) = &cli.plots {
+        ensure!(dir.is_dir(), "--plots {}: no such folder", dir.display());
+    }
     let name = cli.net.clone().unwrap_or_else(|| default_net.to_string());
     let spec = load_net(&name, &cli)?;
     let rt = cli.runtime.runtime()?;
     let workers = rt.num_workers();
     let units = spec.units().len();
     let c = cli.max_stages.unwrap_or(workers).min(workers).min(units);
-    ensure!(
-        c >= 2,
-        "a pipeline needs at least 2 stages: this runtime has {workers} worker(s) and {name} {units} unit(s)"
-    );
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
     println!("{}", rt.topology());
     println!("speeds: {:?}", rt.speeds());
@@ -143,14 +188,25 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         alpha: cli.tune.unwrap_or(10),
         max_stages: Some(c),
         reps: cli.reps as usize,
+        tolerance: cli.tolerance,
         measure: cli.measure,
         seeds: cli.seeds,
         seed: cli.seed,
+        watch: (!cli.no_retune).then_some(WatchOptions {
+            window: cli.retune_window as usize,
+            threshold: cli.retune_threshold,
+        }),
     };
     let mut engine = Engine::new(&rt, model.clone(), options)?;
     if let Some(spec) = &cli.runtime.emulate {
         engine = engine.with_emulation(spec.to_string());
     }
+    if let Some(schedule) = &cli.emulate_schedule {
+        engine = engine
+            .with_schedule(schedule.clone())
+            .with_context(|| format!("--emulate-schedule {schedule}"))?;
+    }
+    engine.set_rate(cli.rate)?;
     match cli.tune {
         Some(_) => {
             let (bar, print) = trial_printer(engine.options().expected_trials(&rt, &model))?;
@@ -162,7 +218,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
                 taopipe::tuner::Report::new(&algorithm, cli.tune, found)
             );
         }
-        None => {
+        None if c >= 2 => {
             let seeds = Seeds::from_net(model.spec(), c)?;
             let seed = seeds.top_k(c, 1)?.into_iter().next().context("no seed")?;
             println!(
@@ -171,23 +227,69 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
             );
             engine.serve(Configuration::contiguous(&seed.composition, workers)?)?;
         }
+        None => println!("one stage: {workers} worker(s), {units} unit(s)"),
     }
 
-    // Stream frames through the chosen configuration, then the layer-parallel baseline.
-    let bar = ProgressBar::new(2 * cli.frames).with_style(ProgressStyle::with_template(
-        "{bar:30} {pos}/{len} frames, {elapsed} {msg}",
-    )?);
-    bar.set_message("pipeline");
-    let mut report = engine.run(frames(&model, cli.frames, cli.seed), |_, _| bar.inc(1))?;
-    bar.set_message("layer-parallel");
-    report.baseline =
-        Some(engine.baseline(frames(&model, cli.frames, cli.seed), |_, _| bar.inc(1))?);
+    // Serve frames (watched, re-tuned on change), then the layer-parallel baseline.
+    let bar = match cli.seconds {
+        Some(s) => ProgressBar::new(s.ceil() as u64).with_style(ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} s, {msg}",
+        )?),
+        None => ProgressBar::new(cli.frames).with_style(ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} frames, {elapsed} {msg}",
+        )?),
+    };
+    bar.set_message("serving");
+    let started = Instant::now();
+    let count = if cli.seconds.is_some() {
+        u64::MAX
+    } else {
+        cli.frames
+    };
+    let until = cli.seconds.map(Duration::from_secs_f64);
+    let source = frames(&model, count, cli.seed)
+        .take_while(move |_| until.is_none_or(|u| started.elapsed() < u));
+    let mut served = 0u64;
+    let mut report = engine.run(source, |_, _| {
+        served += 1;
+        match cli.seconds {
+            Some(_) => {
+                bar.set_position(started.elapsed().as_secs());
+                bar.set_message(format!("{served} frames"));
+            }
+            None => bar.inc(1),
+        }
+    })?;
     bar.finish_and_clear();
+    if cli.rate.is_none() && report.run.throughput_fps > 0.0 {
+        // Latency at a sustainable rate, in a run of its own.
+        let rate = 0.8 * report.run.throughput_fps;
+        let latency_frames = cli.frames.min(30);
+        println!("latency: {latency_frames} frames offered at {rate:.2}/s");
+        engine.clear_schedule();
+        engine.set_rate(Some(rate))?;
+        let paced = engine.run(frames(&model, latency_frames, cli.seed), |_, _| {})?;
+        report.latency_run = Some(PacedRun {
+            rate_fps: rate,
+            stream: paced.run,
+        });
+    }
+    println!("layer-parallel baseline: {} frames", cli.frames);
+    report.baseline = Some(engine.baseline(frames(&model, cli.frames, cli.seed), |_, _| {})?);
 
-    println!("\nchosen configuration: {}", engine.configuration());
+    println!(
+        "\nconfiguration served at the end: {}",
+        engine.configuration()
+    );
     print!("{report}");
     if let Some(path) = &cli.json {
         super::write_json(path, &serde_json::to_value(&report)?)?;
+    }
+    if let Some(dir) = &cli.plots {
+        let (run, balance) = (dir.join("run.svg"), dir.join("balance.svg"));
+        taopipe::live::plot::run_svg(&report, &run)?;
+        taopipe::live::plot::balance_svg(&report, &balance)?;
+        println!("pictures: {} and {}", run.display(), balance.display());
     }
     Ok(())
 }

@@ -1,11 +1,23 @@
 //! The engine: the one object a library user holds. It is built from a model, a runtime
 //! and tuning options; [`Engine::tune`] finds the best configuration by measuring, and
-//! [`Engine::run`] streams frames through it, in order, and returns a [`Report`].
+//! [`Engine::run`] serves frames through it, in order, watching each stage's service time
+//! and re-tuning when the cores change, and returns a [`Report`].
 //!
 //! Until it is tuned (or told what to serve with [`Engine::serve`]) an engine serves the
 //! one-stage configuration: every unit on all workers, layer-parallel. Tuning keeps that
 //! candidate (see [`crate::tune`]), so an engine never serves a configuration slower than
 //! one it has measured.
+//!
+//! # Serving, watching, re-tuning
+//! [`Engine::run`] streams the source through the served configuration
+//! ([`crate::serve`]). With [`TuneOptions::watch`] set (the default) every frame's stage
+//! times feed a [`Watch`]; on a sustained change (or [`Engine::retune`]) the pipeline
+//! drains between two frames and a warm re-tune ([`taopipe_tuner::retune`]) runs on the
+//! next live frames: the configuration serving is timed again, with each worker's busy
+//! time, which gives the workers' speeds; the seeds are re-ranked for them and Pipe-search
+//! runs from the configuration serving, the one-stage candidate included. Its trials serve
+//! frames too; then the best serves, watched against its trial's times. The report marks
+//! every change and re-tune ([`What`]).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -16,7 +28,7 @@
 //! let rt = Runtime::builder().topology(Topology::symmetric(2)?).pin(false).build()?;
 //! let spec = zoo::by_name("synth1").expect("a zoo net")?;
 //! let model = Arc::new(Model::build(spec, &RandomWeights { seed: 1 })?);
-//! let options = TuneOptions { alpha: 2, reps: 1, ..TuneOptions::default() };
+//! let options = TuneOptions { alpha: 2, reps: 3, ..TuneOptions::default() };
 //! let mut engine = Engine::new(&rt, model.clone(), options)?;
 //! let search = engine.tune(|_config, _times| {})?;
 //! assert!(search.trials.len() >= 2); // the one-stage candidate, then the search
@@ -28,15 +40,20 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
+use taopipe_dsl::Seeds;
 use taopipe_nets::{Frame, Isa, Model};
-use taopipe_runtime::Runtime;
-use taopipe_tuner::{Configuration, SearchResult, StageTimes};
+use taopipe_runtime::{EmulationSchedule, Runtime, StopSignal};
+use taopipe_tuner::{
+    Configuration, PipeSearch, SearchError, SearchResult, StageTimes, WarmStart, Watch, retune,
+};
 
 use crate::LiveError;
-use crate::report::{Report, StreamReport, TuningReport};
-use crate::stream::{layer_parallel, stream};
+use crate::report::{Event, Latency, Report, StageReport, StreamReport, TuningReport, What};
+use crate::serve::{Gate, Pace, ServedMeasure, Server};
+use crate::stream::layer_parallel;
 use crate::tune::{TuneOptions, tune};
 
 /// Tunes a net on a runtime and serves frames through the best configuration measured
@@ -47,8 +64,23 @@ pub struct Engine<'rt> {
     model: Arc<Model>,
     options: TuneOptions,
     emulation: Option<String>,
+    schedule: Option<EmulationSchedule>,
+    pace: Option<f64>,
     tuned: Option<SearchResult>,
     config: Configuration,
+    retune: Arc<AtomicBool>,
+}
+
+/// Asks a running engine to re-tune at the next frame, from any thread
+/// ([`Engine::retune_handle`]).
+#[derive(Debug, Clone)]
+pub struct RetuneHandle(Arc<AtomicBool>);
+
+impl RetuneHandle {
+    /// Asks for a re-tune.
+    pub fn retune(&self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 impl<'rt> Engine<'rt> {
@@ -67,8 +99,11 @@ impl<'rt> Engine<'rt> {
             model,
             options,
             emulation: None,
+            schedule: None,
+            pace: None,
             tuned: None,
             config,
+            retune: Arc::default(),
         })
     }
 
@@ -78,8 +113,38 @@ impl<'rt> Engine<'rt> {
         self
     }
 
-    /// Tunes by measuring ([`crate::tune::tune`]) and serves the best configuration
-    /// measured; `on_trial` sees each trial as it is measured.
+    /// Plays `schedule` (changes of the emulated speeds at given times) during each
+    /// [`run`](Self::run), from its start; the report marks each step.
+    ///
+    /// # Errors
+    /// A step naming a worker or cluster the runtime does not have.
+    pub fn with_schedule(mut self, schedule: EmulationSchedule) -> Result<Self, LiveError> {
+        schedule.validate(self.rt.topology())?;
+        self.schedule = Some(schedule);
+        Ok(self)
+    }
+
+    /// Offers the frames of later runs at `fps` per second, as a camera does, instead of
+    /// as fast as the pipeline takes them (`None`); latency then counts from each frame's
+    /// due time.
+    ///
+    /// # Errors
+    /// A rate that is not a positive finite number.
+    pub fn set_rate(&mut self, fps: Option<f64>) -> Result<(), LiveError> {
+        if let Some(fps) = fps.filter(|f| !(f.is_finite() && *f > 0.0)) {
+            return Err(LiveError::BadRate(fps));
+        }
+        self.pace = fps;
+        Ok(())
+    }
+
+    /// Plays no schedule in later runs (e.g. a latency run after the one it was for).
+    pub fn clear_schedule(&mut self) {
+        self.schedule = None;
+    }
+
+    /// Tunes by measuring ([`crate::tune::tune`], on deterministic frames whose outputs
+    /// are dropped) and serves the best configuration measured; `on_trial` sees each trial.
     ///
     /// # Errors
     /// A failing measurement or layer; the configuration served is then unchanged.
@@ -102,12 +167,23 @@ impl<'rt> Engine<'rt> {
         Ok(())
     }
 
+    /// Asks for a re-tune: at the next frame of a run in progress, or at the first frame
+    /// of the next run.
+    pub fn retune(&self) {
+        self.retune.store(true, Ordering::Release);
+    }
+
+    /// A handle that asks for a re-tune from another thread or from the sink.
+    pub fn retune_handle(&self) -> RetuneHandle {
+        RetuneHandle(self.retune.clone())
+    }
+
     /// The configuration served now.
     pub fn configuration(&self) -> &Configuration {
         &self.config
     }
 
-    /// The last tuning, if any.
+    /// The last tuning, if any (re-tunes are in the run's report).
     pub fn tuning(&self) -> Option<&SearchResult> {
         self.tuned.as_ref()
     }
@@ -122,25 +198,185 @@ impl<'rt> Engine<'rt> {
         &self.options
     }
 
-    /// Streams `source` through the configuration served and calls `sink(seq, frame)` for
-    /// each frame, in order, on the calling thread; then reports the run.
+    /// Serves `source` (module docs) and calls `sink(seq, frame)` for each frame, in order,
+    /// on the calling thread; then reports the run. The configuration served at the end
+    /// stays served.
     ///
     /// # Errors
     /// The first failing stage, after the frames ahead of it were delivered.
     pub fn run(
-        &self,
-        source: impl Iterator<Item = Frame> + Send,
-        sink: impl FnMut(u64, Arc<Frame>),
+        &mut self,
+        mut source: impl Iterator<Item = Frame> + Send,
+        mut sink: impl FnMut(u64, Arc<Frame>),
     ) -> Result<Report, LiveError> {
-        let stats = stream(self.rt, &self.model, &self.config, source, sink)?;
+        let rt = self.rt;
+        let pace = self.pace.map(|fps| Pace { fps });
+        let mut server = Server::new(
+            rt,
+            self.model.clone(),
+            &mut source,
+            &mut sink,
+            pace,
+            self.retune.clone(),
+        );
+        let conditions = Mutex::new(Vec::new());
+        let schedule = self.schedule.clone();
+        let stop = StopSignal::new();
+        let start = server.start;
+        let served = std::thread::scope(|s| {
+            let player = schedule.as_ref().map(|schedule| {
+                let (stop, conditions) = (&stop, &conditions);
+                s.spawn(move || {
+                    schedule.play(rt, start, stop, |at, step| {
+                        let mut events = conditions.lock().unwrap_or_else(|e| e.into_inner());
+                        events.push(Event {
+                            at_s: at.as_secs_f64(),
+                            frame: 0,
+                            what: What::Conditions {
+                                step: step.to_string(),
+                            },
+                        });
+                    })
+                })
+            });
+            let served = self.serve_watched(&mut server);
+            stop.stop();
+            let played = player.map(|p| p.join().unwrap_or(Ok(())));
+            served.and_then(|events| match played {
+                Some(Err(e)) => Err(LiveError::from(e)),
+                _ => Ok(events),
+            })
+        })?;
+        let mut events = served;
+        events.extend(conditions.into_inner().unwrap_or_else(|e| e.into_inner()));
+        for e in &mut events {
+            if matches!(e.what, What::Conditions { .. }) {
+                e.frame = server.timeline.partition_point(|f| f.at_s <= e.at_s) as u64;
+            }
+        }
+        events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+        let mut report = self.report(&server, events);
+        report.recover();
+        Ok(report)
+    }
+
+    /// Serves segments until the source ends, re-tuning on each change; the events seen.
+    fn serve_watched(&mut self, server: &mut Server<'_>) -> Result<Vec<Event>, LiveError> {
+        let mut events = Vec::new();
+        let mut expected = self.tuned.as_ref().map(|t| t.best_times.clone());
+        loop {
+            let gate = match self.options.watch {
+                Some(options) => Gate::Watch(Watch::new(options, expected.as_ref())),
+                None => Gate::Serve,
+            };
+            let segment = if self.retune.swap(false, Ordering::AcqRel) {
+                None // asked before the run: re-tune at once
+            } else {
+                Some(server.segment(&self.config, gate)?)
+            };
+            if server.exhausted {
+                return Ok(events);
+            }
+            let seen_s = server.now_s();
+            let what = match segment {
+                Some(s) if s.change.is_some() => What::Change {
+                    change: s.change.expect("checked"),
+                },
+                Some(s) if !s.forced => return Ok(events), // (only the source ends a serve)
+                _ => What::Forced,
+            };
+            events.push(Event {
+                at_s: seen_s,
+                frame: server.delivered(),
+                what,
+            });
+            let from = self.config.to_string();
+            let Some(found) = self.retune_on(server)? else {
+                return Ok(events); // the source ended during the re-tune
+            };
+            self.config = found.best.clone();
+            expected = Some(found.best_times.clone());
+            events.push(Event {
+                at_s: server.now_s(),
+                frame: server.delivered(),
+                what: What::Retuned {
+                    from,
+                    to: found.best.to_string(),
+                    slowest_ms: found.best_ms(),
+                    trials: found.trials.len(),
+                    took_s: server.now_s() - seen_s,
+                    search: taopipe_tuner::Report::new("retune", Some(self.options.alpha), &found),
+                },
+            });
+        }
+    }
+
+    /// A warm re-tune on the server's next frames (module docs); `None` if the source
+    /// ended first.
+    fn retune_on(&self, server: &mut Server<'_>) -> Result<Option<SearchResult>, LiveError> {
+        let (rt, spec) = (self.rt, self.model.spec());
+        let c = self.options.stage_limit(rt, &self.model);
+        let weights = Seeds::from_net(spec, c.max(1))?.weights().to_vec();
+        let mut measure = ServedMeasure::new(server, self.options.stability());
+        let ended = |m: &ServedMeasure<'_, '_>, e: taopipe_tuner::MeasureError| {
+            if m.exhausted() {
+                Ok(None)
+            } else {
+                Err(LiveError::from(SearchError::from(e)))
+            }
+        };
+        let times = match taopipe_tuner::Measure::stage_times(&mut measure, &self.config) {
+            Ok(times) => times,
+            Err(e) => return ended(&measure, e),
+        };
+        let per_worker_ms = measure.per_worker_ms.clone();
+        let start = WarmStart {
+            current: &self.config,
+            times: &times,
+            per_worker_ms: &per_worker_ms,
+        };
+        let search = PipeSearch::new(self.options.alpha, rt.num_workers());
+        match retune(&search, &weights, c, start, &mut measure) {
+            Ok(found) => Ok(Some(found)),
+            Err(SearchError::Measure(e)) => ended(&measure, e),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn report(&self, server: &Server<'_>, events: Vec<Event>) -> Report {
         let cpus = self.rt.topology().cpus();
-        Ok(Report {
+        let final_index = server.configurations.iter().position(|c| *c == self.config);
+        let last = server.timeline.last().map_or(0.0, |f| f.at_s);
+        let frames = server.delivered();
+        let pipeline = self
+            .config
+            .stages()
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let served: Vec<f64> = server
+                    .timeline
+                    .iter()
+                    .filter(|f| Some(f.configuration) == final_index && !f.trial)
+                    .filter_map(|f| f.stage_ms.get(i).copied())
+                    .collect();
+                StageReport {
+                    units: s.layers,
+                    leader: s.leader,
+                    width: s.width,
+                    cpus: (s.leader..s.leader + s.width).map(|w| cpus[w].id).collect(),
+                    ms_per_frame: served.iter().sum::<f64>() / served.len().max(1) as f64,
+                }
+            })
+            .collect();
+        Report {
             version: env!("CARGO_PKG_VERSION"),
             net: self.model.spec().name().to_string(),
             isa: Isa::current().map_or("unknown", Isa::name).to_string(),
             cpus: (0..self.rt.num_workers()).map(|w| cpus[w].id).collect(),
             speeds: self.rt.speeds(),
             emulation: self.emulation.clone(),
+            schedule: self.schedule.as_ref().map(ToString::to_string),
             tuning: self.tuned.as_ref().map(|found| TuningReport {
                 options: self.options.clone(),
                 search: taopipe_tuner::Report::new(
@@ -149,10 +385,31 @@ impl<'rt> Engine<'rt> {
                     found,
                 ),
             }),
-            pipeline: Report::stages(self.rt, &self.config, &stats),
-            run: StreamReport::from_pipeline(&stats),
+            pipeline,
+            run: StreamReport {
+                frames,
+                throughput_fps: if last > 0.0 {
+                    frames as f64 / last
+                } else {
+                    0.0
+                },
+                latency_ms: Latency {
+                    p50: server.latency.quantile_ms(0.5),
+                    p99: server.latency.quantile_ms(0.99),
+                },
+            },
             baseline: None,
-        })
+            rate_fps: self.pace,
+            events,
+            configurations: server
+                .configurations
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            timeline: server.timeline.clone(),
+            recoveries: Vec::new(),
+            latency_run: None,
+        }
     }
 
     /// Streams `source` through the layer-parallel baseline (one frame at a time, every

@@ -2,7 +2,7 @@
 
 use taopipe_dsl::DslError;
 use taopipe_nets::ModelError;
-use taopipe_runtime::{PipelineError, RuntimeError};
+use taopipe_runtime::{EmulationError, PipelineError, RuntimeError, ScheduleError};
 use taopipe_tuner::{ConfigError, SearchError};
 
 use crate::planners::armcoup::SwitchError;
@@ -32,4 +32,13 @@ pub enum LiveError {
     /// The net's seeds could not be built.
     #[error("seeds: {0}")]
     Dsl(#[from] DslError),
+    /// An emulation schedule that does not fit the runtime.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// Applying an emulation step failed.
+    #[error(transparent)]
+    Emulation(#[from] EmulationError),
+    /// A frame rate that is not a positive number.
+    #[error("frame rate {0}: expected a positive number of frames per second")]
+    BadRate(f64),
 }

@@ -6,11 +6,14 @@
 //!   ([`LiveMeasure`]), and the speed-aware seed key.
 //! - [`mod@tune`]: the live search, with the one-stage candidate it always considers.
 //! - [`mod@stream`]: the frame source, streaming a configuration, the layer-parallel baseline.
+//! - [`mod@serve`]: serving a frame source through configurations that change between
+//!   frames, and trials timed on live frames.
 //! - [`report`]: the run's [`Report`] (`Serialize`: the JSON scripts read).
 //! - [`devices`]: the runtime's workers grouped into the "devices" of the other papers'
 //!   planners.
 //! - [`planners`]: the seed papers' planners, one module each (Pipe-it, ARM-CO-UP, MOSAIC,
 //!   CoDL).
+//! - [`plot`]: SVG pictures of a run's [`Report`] (over time, and the stage balance).
 #![deny(missing_docs)]
 
 pub mod devices;
@@ -18,11 +21,13 @@ pub mod engine;
 mod error;
 pub mod measure;
 pub mod planners;
+pub mod plot;
 pub mod report;
+pub mod serve;
 pub mod stream;
 pub mod tune;
 
-pub use engine::Engine;
+pub use engine::{Engine, RetuneHandle};
 pub use error::LiveError;
 pub use measure::{LiveMeasure, LiveMode, speed_key};
 pub use report::Report;

@@ -19,13 +19,14 @@ use taopipe_nets::Model;
 use taopipe_runtime::Runtime;
 use taopipe_tuner::{
     Configuration, Exhaustive, Measure, MeasureError, PipeSearch, PlacePolicy, RandomWalk, Robust,
-    RobustOptions, SearchError, SearchResult, SearchSpace, StageTimes, StopReason,
-    pipe_search_without_hints,
+    RobustOptions, SearchError, SearchResult, SearchSpace, Stability, StageTimes, StopReason,
+    WatchOptions, pipe_search_without_hints,
 };
 
 use crate::LiveError;
 use crate::measure::{LiveMeasure, LiveMode, speed_key};
-use crate::stream::frame_input;
+use crate::serve::{ServedMeasure, Server};
+use crate::stream::{frame_input, frames};
 
 /// Defines a settings enum with its names: `FromStr` (an unknown name is an error listing
 /// the known ones), `Display`, and serialisation as the name.
@@ -76,9 +77,13 @@ named_enum! {
 named_enum! {
     /// How each trial's stage times are taken.
     MeasureKind {
-        /// Each stage alone on its workers (the paper's tuning measurement).
+        /// The pipeline serving frames: each stage's service time per live frame, one frame
+        /// more at a time until the medians are stable ([`crate::serve`]). The default.
+        Live = "live",
+        /// Each stage alone on its workers, one after another (the paper's tuning
+        /// measurement): repetitions of one frame.
         Isolated = "isolated",
-        /// The pipeline itself, streaming a few frames.
+        /// The pipeline streaming 4 frames per repetition, its stages' mean times.
         Pipelined = "pipelined",
     }
 }
@@ -103,27 +108,38 @@ pub struct TuneOptions {
     pub alpha: usize,
     /// Most stages (C); `None`: one per worker.
     pub max_stages: Option<usize>,
-    /// Measured repetitions per trial after one warm-up; the median counts.
+    /// Most samples per trial (live frames, or repetitions after one warm-up for the
+    /// other measurements); the medians count.
     pub reps: usize,
+    /// A trial stops before `reps` samples once its slowest stage's median moved by at
+    /// most this fraction with the last sample, after at least 3 ([`Stability`]); 0: always
+    /// `reps` samples.
+    pub tolerance: f64,
     /// How trials are measured.
     pub measure: MeasureKind,
     /// How seeds are ranked.
     pub seeds: SeedKind,
     /// Seed of the input frame and of the random search.
     pub seed: u64,
+    /// Watch the stages while serving and re-tune on a sustained change
+    /// ([`Watch`](taopipe_tuner::Watch)); `None`: never re-tune.
+    pub watch: Option<WatchOptions>,
 }
 
 impl Default for TuneOptions {
-    /// Pipe-search with α = 10, isolated stage times, 3 repetitions, the paper's seeds.
+    /// Pipe-search with α = 10, trials on live frames (3 to 7 per trial, stable within
+    /// 2%), the paper's seeds, watched with the default [`WatchOptions`].
     fn default() -> Self {
         TuneOptions {
             search: SearchKind::Pipe,
             alpha: 10,
             max_stages: None,
-            reps: 3,
-            measure: MeasureKind::Isolated,
+            reps: 7,
+            tolerance: 0.02,
+            measure: MeasureKind::Live,
             seeds: SeedKind::Paper,
             seed: 1,
+            watch: Some(WatchOptions::default()),
         }
     }
 }
@@ -145,6 +161,20 @@ impl TuneOptions {
             _ => (self.alpha * (c + 1)) as u64,
         };
         searched + 1
+    }
+
+    /// When a trial has samples enough: 3 to `reps`, stable within `tolerance`.
+    pub fn stability(&self) -> Stability {
+        let reps = self.reps.max(1);
+        if self.tolerance > 0.0 {
+            Stability {
+                min: reps.min(3),
+                max: reps,
+                tolerance: self.tolerance,
+            }
+        } else {
+            Stability::fixed(reps)
+        }
     }
 
     fn space(&self, rt: &Runtime, model: &Model) -> SearchSpace {
@@ -185,32 +215,30 @@ pub fn tune(
     options: &TuneOptions,
     on_trial: &mut dyn FnMut(&Configuration, &StageTimes),
 ) -> Result<SearchResult, LiveError> {
-    let (workers, units) = (rt.num_workers(), model.spec().units().len());
-    let c = options.stage_limit(rt, model);
-    let mut measure = Observed {
-        inner: live_measure(rt, model, options)?,
-        on_trial,
-    };
-    let one = Configuration::contiguous(&[units], workers)?;
-    let start = Instant::now();
-    let one_times = measure.stage_times(&one).map_err(SearchError::from)?;
-    let took = start.elapsed();
-    if c < 2 {
-        let alone = SearchResult {
-            best: one.clone(),
-            best_times: one_times.clone(),
-            trials: Vec::new(),
-            tuning: Duration::ZERO,
-            stopped: StopReason::Complete,
+    with_measure(rt, model, options, on_trial, &mut |measure| {
+        let (workers, units) = (rt.num_workers(), model.spec().units().len());
+        let c = options.stage_limit(rt, model);
+        let one = Configuration::contiguous(&[units], workers)?;
+        let start = Instant::now();
+        let one_times = measure.stage_times(&one).map_err(SearchError::from)?;
+        let took = start.elapsed();
+        if c < 2 {
+            let alone = SearchResult {
+                best: one.clone(),
+                best_times: one_times.clone(),
+                trials: Vec::new(),
+                tuning: Duration::ZERO,
+                stopped: StopReason::Complete,
+            };
+            return Ok(alone.with_prior(one, one_times, took));
+        }
+        let seeds = match options.seeds {
+            SeedKind::Paper => Seeds::from_net(model.spec(), c)?,
+            SeedKind::Speed => Seeds::from_net(model.spec(), c)?.with_key(speed_key(rt)),
         };
-        return Ok(alone.with_prior(one, one_times, took));
-    }
-    let seeds = match options.seeds {
-        SeedKind::Paper => Seeds::from_net(model.spec(), c)?,
-        SeedKind::Speed => Seeds::from_net(model.spec(), c)?.with_key(speed_key(rt)),
-    };
-    let found = run_search(rt, model, options, &seeds, &mut measure)?;
-    Ok(found.with_prior(one, one_times, took))
+        let found = run_search(rt, model, options, &seeds, measure)?;
+        Ok(found.with_prior(one, one_times, took))
+    })
 }
 
 /// The search alone (no one-stage candidate) from `seeds`, e.g. seeds ranked by a
@@ -225,11 +253,41 @@ pub fn search(
     seeds: &Seeds,
     on_trial: &mut dyn FnMut(&Configuration, &StageTimes),
 ) -> Result<SearchResult, LiveError> {
-    let mut measure = Observed {
-        inner: live_measure(rt, model, options)?,
-        on_trial,
-    };
-    run_search(rt, model, options, seeds, &mut measure)
+    with_measure(rt, model, options, on_trial, &mut |measure| {
+        run_search(rt, model, options, seeds, measure)
+    })
+}
+
+/// Calls `f` with the measurement `options.measure` names, each trial reported to
+/// `on_trial`: live trials stream deterministic frames ([`frames`]) whose outputs are
+/// dropped; the others run the frame [`frame_input`]`(_, options.seed)`.
+fn with_measure(
+    rt: &Runtime,
+    model: &Arc<Model>,
+    options: &TuneOptions,
+    on_trial: &mut dyn FnMut(&Configuration, &StageTimes),
+    f: &mut dyn FnMut(&mut dyn Measure) -> Result<SearchResult, LiveError>,
+) -> Result<SearchResult, LiveError> {
+    match options.measure {
+        MeasureKind::Live => {
+            let mut source = frames(model, u64::MAX, options.seed);
+            let mut sink = |_, _| {};
+            let mut server = Server::new(
+                rt,
+                model.clone(),
+                &mut source,
+                &mut sink,
+                None,
+                Arc::default(),
+            );
+            let inner = ServedMeasure::new(&mut server, options.stability());
+            f(&mut Observed { inner, on_trial })
+        }
+        MeasureKind::Isolated | MeasureKind::Pipelined => {
+            let inner = live_measure(rt, model, options)?;
+            f(&mut Observed { inner, on_trial })
+        }
+    }
 }
 
 /// Stage times through the runtime, warm-up, repetitions and median as `options` say.
@@ -239,7 +297,7 @@ fn live_measure<'a>(
     options: &TuneOptions,
 ) -> Result<Robust<LiveMeasure<'a>>, LiveError> {
     let mode = match options.measure {
-        MeasureKind::Isolated => LiveMode::Isolated,
+        MeasureKind::Isolated | MeasureKind::Live => LiveMode::Isolated,
         MeasureKind::Pipelined => LiveMode::Pipelined { frames: 4 },
     };
     let input = frame_input(model.input_len(), options.seed);
@@ -247,9 +305,9 @@ fn live_measure<'a>(
     Ok(Robust::new(
         live,
         RobustOptions {
-            tolerance: 0.0,
             warmup: 1,
             repetitions: options.reps.max(1),
+            tolerance: options.tolerance,
             mad_k: 3.0,
         },
     ))

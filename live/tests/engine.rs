@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use taopipe_live::report::What;
 use taopipe_live::{Engine, TuneOptions, frame_input};
 use taopipe_nets::{Model, RandomWeights, zoo};
 use taopipe_runtime::{Place, Runtime, Topology};
@@ -101,4 +102,131 @@ fn an_untuned_engine_serves_layer_parallel_and_refuses_misfits() {
         .baseline(taopipe_live::frames(&model, 3, 1), |_, _| {})
         .expect("baseline");
     assert_eq!(base.frames, 3);
+}
+
+/// The output bits of every frame, in the order the sink saw them.
+type Outputs = Vec<(u64, Vec<u32>)>;
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Each output matches a one-place forward pass of its input (`frame_input(_, 100 + seq)`).
+fn check_outputs(rt: &Runtime, model: &Model, got: &Outputs) {
+    for (i, (seq, out)) in got.iter().enumerate() {
+        assert_eq!(*seq, i as u64, "frame {i} came out as {seq}");
+        let input = frame_input(model.input_len(), 100 + seq);
+        let want = model.forward(rt, input, Place::new(0, 1)).expect("forward");
+        assert_eq!(out, &bits(&want), "frame {i}");
+    }
+}
+
+fn inputs(model: &Arc<Model>, count: u64) -> impl Iterator<Item = taopipe_nets::Frame> + Send {
+    let model = model.clone();
+    (0..count).map(move |i| {
+        model
+            .frame(frame_input(model.input_len(), 100 + i))
+            .expect("input length")
+    })
+}
+
+#[test]
+fn a_retune_asked_for_while_serving_switches_between_frames_losing_nothing() {
+    let (rt, model) = setup();
+    let options = TuneOptions {
+        alpha: 2,
+        ..TuneOptions::default()
+    };
+    let mut engine = Engine::new(&rt, model.clone(), options).expect("engine");
+    let handle = engine.retune_handle();
+    let frames = 80;
+    let mut got: Outputs = Vec::new();
+    let report = engine
+        .run(inputs(&model, frames), |seq, frame| {
+            if seq == 10 {
+                handle.retune();
+            }
+            got.push((seq, bits(&frame.output())));
+        })
+        .expect("run");
+    assert_eq!(got.len() as u64, frames, "every frame delivered");
+    check_outputs(&rt, &model, &got);
+    let kinds: Vec<&str> = report
+        .events
+        .iter()
+        .map(|e| match e.what {
+            What::Forced => "forced",
+            What::Retuned { .. } => "retuned",
+            What::Change { .. } => "change",
+            What::Conditions { .. } => "conditions",
+        })
+        .collect();
+    let forced = kinds.iter().position(|k| *k == "forced").expect("forced");
+    assert_eq!(kinds.get(forced + 1), Some(&"retuned"), "{kinds:?}");
+    assert!(
+        report.timeline.iter().any(|f| f.trial),
+        "trials served frames"
+    );
+    assert_eq!(report.timeline.len() as u64, frames);
+    assert!(
+        report.timeline.windows(2).all(|w| w[0].seq + 1 == w[1].seq),
+        "the timeline is in order"
+    );
+    let Some(What::Retuned { to, .. }) = report.events.get(forced + 1).map(|e| &e.what) else {
+        unreachable!()
+    };
+    assert_eq!(to, &engine.configuration().to_string());
+}
+
+#[test]
+fn a_worker_slowed_mid_run_is_seen_and_re_tuned_for() {
+    // AlexNet: frames of tens of ms, long enough for service times to mean something.
+    let rt = Runtime::builder()
+        .topology(Topology::symmetric(2).expect("topology"))
+        .pin(false)
+        .build()
+        .expect("runtime");
+    let spec = zoo::by_name("alexnet")
+        .expect("zoo net")
+        .expect("valid net");
+    let model = Arc::new(Model::build(spec, &RandomWeights { seed: 3 }).expect("model"));
+    let options = TuneOptions {
+        alpha: 2,
+        ..TuneOptions::default()
+    };
+    // Worker 1 at a fifth of its speed from 1 s on: the one-stage configuration, a gang of
+    // both workers, waits for it on every layer, so its stage time grows about threefold.
+    let schedule = "0s:none,1s:w1=0.2".parse().expect("schedule");
+    let mut engine = Engine::new(&rt, model.clone(), options)
+        .expect("engine")
+        .with_schedule(schedule)
+        .expect("fits");
+    let started = std::time::Instant::now();
+    let mut seqs = Vec::new();
+    let source = inputs(&model, u64::MAX)
+        .take_while(move |_| started.elapsed() < std::time::Duration::from_secs(10));
+    let report = engine.run(source, |seq, _| seqs.push(seq)).expect("run");
+    rt.emulate(&"all=1".parse().expect("spec")).expect("reset");
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as u64).collect::<Vec<_>>(),
+        "in order, none lost"
+    );
+    let at = |pred: &dyn Fn(&What) -> bool| report.events.iter().position(|e| pred(&e.what));
+    let slowed =
+        at(&|w| matches!(w, What::Conditions { step } if step.contains("w1"))).expect("the step");
+    let seen = at(&|w| matches!(w, What::Change { .. })).expect("a change seen");
+    let retuned = at(&|w| matches!(w, What::Retuned { .. })).expect("a re-tune");
+    let summary: Vec<String> = report
+        .events
+        .iter()
+        .map(|e| format!("{:.2} s {}", e.at_s, e.what))
+        .collect();
+    assert!(slowed < seen && seen < retuned, "{summary:#?}");
+    assert_eq!(report.recoveries.len(), 2);
+    assert_ne!(
+        engine.configuration().stage_count(),
+        1,
+        "a gang waiting for a core at a fifth of the speed is not the fastest: {summary:#?}"
+    );
 }

@@ -4,8 +4,9 @@
 //! Every frame served gives each stage's service time. The [`Watch`] keeps the last
 //! [`WatchOptions::window`] frames and compares each stage's **median** over them with a
 //! reference:
-//! - the reference is the median of the first full window after the configuration
-//!   started serving (a re-tune's trial times can differ a little from steady serving);
+//! - the first frame a configuration serves is not watched (cold caches, queues filling);
+//! - the reference is the median of the first full window after it (a re-tune's trial
+//!   times can differ a little from steady serving);
 //! - if the configuration came with expected times (its trial), that first window is
 //!   checked against them first: conditions that changed *during* the search are caught
 //!   at once;
@@ -77,6 +78,7 @@ impl std::fmt::Display for Change {
 /// use taopipe_tuner::{Watch, WatchOptions};
 ///
 /// let mut watch = Watch::new(WatchOptions::default(), None);
+/// assert_eq!(watch.observe(&[50.0, 8.0]), None); // a cold first frame is not watched
 /// for i in 0..20 {
 ///     let noise = if i % 2 == 0 { 1.04 } else { 0.96 }; // ±4%: never a change
 ///     assert_eq!(watch.observe(&[10.0 * noise, 8.0]), None);
@@ -90,6 +92,7 @@ pub struct Watch {
     expected: Option<Vec<f64>>,
     reference: Option<Vec<f64>>,
     recent: VecDeque<Vec<f64>>,
+    warm: bool,
 }
 
 impl Watch {
@@ -104,6 +107,7 @@ impl Watch {
             expected: expected.map(|t| t.stage_ms.clone()),
             reference: None,
             recent: VecDeque::new(),
+            warm: false,
         }
     }
 
@@ -116,6 +120,9 @@ impl Watch {
     /// a change the watch starts over (a fresh window, no reference) until a new watch
     /// replaces it.
     pub fn observe(&mut self, stage_ms: &[f64]) -> Option<Change> {
+        if !std::mem::replace(&mut self.warm, true) {
+            return None; // the first frame (module docs)
+        }
         self.recent.push_back(stage_ms.to_vec());
         if self.recent.len() > self.options.window {
             self.recent.pop_front();

@@ -4,9 +4,20 @@ fn options() -> WatchOptions {
     WatchOptions::default()
 }
 
+/// A watch past its unwatched first frame.
+fn warm(expected: Option<&StageTimes>) -> Watch {
+    let mut watch = Watch::new(options(), expected);
+    assert_eq!(
+        watch.observe(&[1e6, 1e6]),
+        None,
+        "the first frame is not watched"
+    );
+    watch
+}
+
 #[test]
 fn the_first_window_becomes_the_reference() {
-    let mut watch = Watch::new(options(), None);
+    let mut watch = warm(None);
     for _ in 0..8 {
         assert_eq!(watch.observe(&[10.0, 5.0]), None);
         assert!(watch.reference().is_none());
@@ -17,7 +28,7 @@ fn the_first_window_becomes_the_reference() {
 
 #[test]
 fn a_change_shorter_than_half_the_window_is_ignored() {
-    let mut watch = Watch::new(options(), None);
+    let mut watch = warm(None);
     for _ in 0..9 {
         watch.observe(&[10.0, 5.0]);
     }
@@ -31,7 +42,7 @@ fn a_change_shorter_than_half_the_window_is_ignored() {
 
 #[test]
 fn a_sustained_change_is_reported_after_half_the_window_plus_one() {
-    let mut watch = Watch::new(options(), None);
+    let mut watch = warm(None);
     for _ in 0..9 {
         watch.observe(&[10.0, 5.0]);
     }
@@ -41,7 +52,7 @@ fn a_sustained_change_is_reported_after_half_the_window_plus_one() {
 
 #[test]
 fn speeding_up_counts_too() {
-    let mut watch = Watch::new(options(), None);
+    let mut watch = warm(None);
     for _ in 0..9 {
         watch.observe(&[10.0, 5.0]);
     }
@@ -54,11 +65,11 @@ fn speeding_up_counts_too() {
 #[test]
 fn a_first_window_unlike_the_trial_is_a_change() {
     let trial = StageTimes::new(vec![10.0, 5.0]);
-    let mut watch = Watch::new(options(), Some(&trial));
+    let mut watch = warm(Some(&trial));
     let change = (0..9).find_map(|_| watch.observe(&[10.0, 12.0]));
     assert_eq!(change.map(|c| c.stage), Some(1));
     // Close to the trial: no change, and the window becomes the reference.
-    let mut watch = Watch::new(options(), Some(&trial));
+    let mut watch = warm(Some(&trial));
     for _ in 0..9 {
         assert_eq!(watch.observe(&[10.5, 5.2]), None);
     }
@@ -67,7 +78,7 @@ fn a_first_window_unlike_the_trial_is_a_change() {
 
 #[test]
 fn noise_within_five_percent_never_triggers() {
-    let mut watch = Watch::new(options(), None);
+    let mut watch = warm(None);
     let mut x = 0x1234_5678_u64;
     for _ in 0..10_000 {
         x ^= x << 13;

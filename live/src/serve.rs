@@ -1,0 +1,390 @@
+//! Serving: frames from a source streamed through configurations that change between
+//! frames, trials timed on those live frames, and the watch that notices when the cores
+//! change.
+//!
+//! A [`Server`] owns the frame source and the sink for one [`Engine::run`](crate::Engine::run).
+//! It runs **segments**: one configuration's pipeline over the frames the segment admits.
+//! A segment ends between two frames — when a trial has enough samples, when the watch
+//! sees a change, when a re-tune is asked for, or when the source ends — and the pipeline
+//! then drains: every admitted frame is delivered, in order, and the next segment takes
+//! the next frame from the same source. Sequence numbers run on across segments, so no
+//! frame is lost, duplicated or reordered by a switch.
+//!
+//! **Trials on live frames** ([`ServedMeasure`]) admit one frame more at a time until the
+//! per-stage medians are stable ([`Stability`]), so a trial costs the frames it needs and
+//! no more; those frames are served like any other. **No warm-up frame**: the frame pool
+//! and the stage graphs are prepared before a segment starts, and a cold first frame is one
+//! sample of at least three under a median.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use taopipe_nets::{Frame, Model};
+use taopipe_runtime::{Latencies, Pipeline, Runtime, StopSignal};
+use taopipe_tuner::{
+    Change, Configuration, Measure, MeasureError, Samples, Stability, StageTimes, Watch,
+};
+
+use crate::LiveError;
+use crate::measure::LiveMeasure;
+use crate::report::FrameRecord;
+
+/// When a segment stops admitting frames.
+pub(crate) enum Gate {
+    /// A trial: one frame more at a time until the samples are stable.
+    Trial(Samples, Stability),
+    /// Serving, watched: until the watch sees a change.
+    Watch(Watch),
+    /// Serving, unwatched: until the source ends.
+    Serve,
+}
+
+/// How a segment ended.
+pub(crate) struct Segment {
+    /// The gate, with what it learnt (a trial's samples).
+    pub gate: Gate,
+    /// The change the watch saw, if any.
+    pub change: Option<Change>,
+    /// Whether a re-tune was asked for.
+    pub forced: bool,
+    /// Frames delivered.
+    pub frames: u64,
+    /// Each worker's busy time over the segment.
+    pub busy: Vec<Duration>,
+}
+
+/// The state a segment's admitter, observer and sink share.
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+struct State {
+    gate: Gate,
+    /// Stage times per frame of the segment (local sequence numbers).
+    rows: Vec<Vec<f64>>,
+    allowed: u64,
+    admitted: u64,
+    done: bool,
+    change: Option<Change>,
+    forced: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stage `stage` finished frame `seq` in `took`; after the last stage, the gate decides.
+    fn observe(&self, stage: usize, stages: usize, seq: u64, took: Duration, retune: &AtomicBool) {
+        let mut st = self.lock();
+        let seq = seq as usize;
+        if st.rows.len() <= seq {
+            st.rows.resize_with(seq + 1, || vec![0.0; stages]);
+        }
+        st.rows[seq][stage] = took.as_secs_f64() * 1e3;
+        if stage + 1 < stages {
+            return;
+        }
+        let row = st.rows[seq].clone();
+        let State { gate, .. } = &mut *st;
+        match gate {
+            Gate::Trial(samples, rule) => {
+                samples.push(&row);
+                if samples.settled(rule) {
+                    st.done = true;
+                } else {
+                    st.allowed += 1;
+                }
+            }
+            Gate::Watch(watch) => {
+                if let Some(change) = watch.observe(&row) {
+                    st.change = Some(change);
+                    st.done = true;
+                }
+            }
+            Gate::Serve => {}
+        }
+        if !matches!(st.gate, Gate::Trial(..)) && retune.swap(false, Ordering::AcqRel) {
+            st.forced = true;
+            st.done = true;
+        }
+        self.wake.notify_all();
+    }
+}
+
+/// Frames offered at a fixed rate, as a camera offers them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pace {
+    pub fps: f64,
+}
+
+/// Serves one run's frames (module docs).
+pub(crate) struct Server<'a> {
+    rt: &'a Runtime,
+    model: Arc<Model>,
+    source: &'a mut (dyn Iterator<Item = Frame> + Send),
+    sink: &'a mut dyn FnMut(u64, Arc<Frame>),
+    pace: Option<Pace>,
+    retune: Arc<AtomicBool>,
+    /// When the run started.
+    pub start: Instant,
+    taken: u64,
+    delivered: u64,
+    /// Whether the source has ended.
+    pub exhausted: bool,
+    /// Every frame delivered.
+    pub timeline: Vec<FrameRecord>,
+    /// The configurations served, in order of first use.
+    pub configurations: Vec<Configuration>,
+    /// Arrival-to-output latency of every frame.
+    pub latency: Latencies,
+}
+
+impl<'a> Server<'a> {
+    pub(crate) fn new(
+        rt: &'a Runtime,
+        model: Arc<Model>,
+        source: &'a mut (dyn Iterator<Item = Frame> + Send),
+        sink: &'a mut dyn FnMut(u64, Arc<Frame>),
+        pace: Option<Pace>,
+        retune: Arc<AtomicBool>,
+    ) -> Self {
+        Server {
+            rt,
+            model,
+            source,
+            sink,
+            pace,
+            retune,
+            start: Instant::now(),
+            taken: 0,
+            delivered: 0,
+            exhausted: false,
+            timeline: Vec::new(),
+            configurations: Vec::new(),
+            latency: Latencies::new(),
+        }
+    }
+
+    /// Frames delivered so far.
+    pub(crate) fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    /// Seconds since the run started.
+    pub(crate) fn now_s(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// Streams frames through `config` until `gate` says stop or the source ends.
+    pub(crate) fn segment(
+        &mut self,
+        config: &Configuration,
+        gate: Gate,
+    ) -> Result<Segment, LiveError> {
+        let trial = matches!(gate, Gate::Trial(..));
+        let allowed = match &gate {
+            Gate::Trial(_, rule) => rule.min.max(1) as u64,
+            _ => u64::MAX,
+        };
+        let index = match self.configurations.iter().position(|c| c == config) {
+            Some(i) => i,
+            None => {
+                self.configurations.push(config.clone());
+                self.configurations.len() - 1
+            }
+        };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                gate,
+                rows: Vec::new(),
+                allowed,
+                admitted: 0,
+                done: false,
+                change: None,
+                forced: false,
+            }),
+            wake: Condvar::new(),
+        });
+        let stages = config.stage_count();
+        let (watcher, retune) = (shared.clone(), self.retune.clone());
+        let pipeline = Pipeline::new(LiveMeasure::stages(&self.model, config))?.with_observer(
+            move |stage, seq, took| watcher.observe(stage, stages, seq, took, &retune),
+        );
+        LiveMeasure::reserve(self.rt, &self.model, config, &pipeline)?;
+        let busy_before = busy(self.rt);
+        let arrivals: Mutex<VecDeque<Instant>> = Mutex::new(VecDeque::new());
+        let mut admit = Admit {
+            source: &mut *self.source,
+            shared: &shared,
+            arrivals: &arrivals,
+            pace: self.pace,
+            start: self.start,
+            taken: &mut self.taken,
+            exhausted: &mut self.exhausted,
+        };
+        let (start, sink) = (self.start, &mut *self.sink);
+        let (timeline, latency, delivered) =
+            (&mut self.timeline, &mut self.latency, &mut self.delivered);
+        let mut frames = 0;
+        pipeline.run(
+            self.rt,
+            &mut admit,
+            |seq, frame| {
+                let now = Instant::now();
+                if let Some(arrival) = arrivals
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .pop_front()
+                {
+                    latency.record(now.saturating_duration_since(arrival));
+                }
+                let stage_ms = shared
+                    .lock()
+                    .rows
+                    .get(seq as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                timeline.push(FrameRecord {
+                    seq: *delivered,
+                    at_s: now.saturating_duration_since(start).as_secs_f64(),
+                    configuration: index,
+                    trial,
+                    stage_ms,
+                });
+                sink(*delivered, frame);
+                *delivered += 1;
+                frames += 1;
+            },
+            &StopSignal::new(),
+        )?;
+        let busy_after = busy(self.rt);
+        let mut st = shared.lock();
+        let gate = std::mem::replace(&mut st.gate, Gate::Serve);
+        Ok(Segment {
+            gate,
+            change: st.change.take(),
+            forced: st.forced,
+            frames,
+            busy: busy_after
+                .iter()
+                .zip(&busy_before)
+                .map(|(a, b)| a.saturating_sub(*b))
+                .collect(),
+        })
+    }
+}
+
+/// Each worker's busy time so far.
+fn busy(rt: &Runtime) -> Vec<Duration> {
+    rt.stats().workers.iter().map(|w| w.busy).collect()
+}
+
+/// The segment's view of the source: admits frames while the gate allows, paced if asked,
+/// and notes each frame's arrival.
+struct Admit<'s, 'a> {
+    source: &'s mut (dyn Iterator<Item = Frame> + Send + 'a),
+    shared: &'s Shared,
+    arrivals: &'s Mutex<VecDeque<Instant>>,
+    pace: Option<Pace>,
+    start: Instant,
+    taken: &'s mut u64,
+    exhausted: &'s mut bool,
+}
+
+impl Iterator for Admit<'_, '_> {
+    type Item = Arc<Frame>;
+
+    fn next(&mut self) -> Option<Arc<Frame>> {
+        {
+            let mut st = self.shared.lock();
+            while !st.done && st.admitted >= st.allowed {
+                st = self.shared.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            if st.done {
+                return None;
+            }
+            st.admitted += 1;
+        }
+        let arrival = match self.pace {
+            Some(p) => {
+                let due = self.start + Duration::from_secs_f64(*self.taken as f64 / p.fps);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                due
+            }
+            None => Instant::now(),
+        };
+        let Some(frame) = self.source.next() else {
+            *self.exhausted = true;
+            self.shared.lock().done = true;
+            self.shared.wake.notify_all();
+            return None;
+        };
+        *self.taken += 1;
+        self.arrivals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(arrival);
+        Some(Arc::new(frame))
+    }
+}
+
+/// Trials timed on the frames a [`Server`] serves: each configuration streams live frames,
+/// one more at a time, until its stage times are stable (module docs).
+pub(crate) struct ServedMeasure<'s, 'a> {
+    server: &'s mut Server<'a>,
+    rule: Stability,
+    /// Each worker's busy time per frame in the last trial, ms.
+    pub per_worker_ms: Vec<f64>,
+    /// Frames the trials served.
+    pub frames: u64,
+}
+
+impl<'s, 'a> ServedMeasure<'s, 'a> {
+    /// Whether the source ended (a trial that failed for want of frames).
+    pub(crate) fn exhausted(&self) -> bool {
+        self.server.exhausted
+    }
+
+    pub(crate) fn new(server: &'s mut Server<'a>, rule: Stability) -> Self {
+        ServedMeasure {
+            server,
+            rule,
+            per_worker_ms: Vec::new(),
+            frames: 0,
+        }
+    }
+}
+
+impl Measure for ServedMeasure<'_, '_> {
+    fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
+        let gate = Gate::Trial(Samples::new(config.stage_count()), self.rule);
+        let segment = self
+            .server
+            .segment(config, gate)
+            .map_err(|e| MeasureError::Failed {
+                reason: format!("{config}: {e}"),
+            })?;
+        self.frames += segment.frames;
+        let Gate::Trial(samples, _) = segment.gate else {
+            unreachable!("a trial segment keeps its gate")
+        };
+        if samples.is_empty() {
+            return Err(MeasureError::Failed {
+                reason: format!("{config}: the frame source ended"),
+            });
+        }
+        let n = segment.frames.max(1) as f64;
+        self.per_worker_ms = segment
+            .busy
+            .iter()
+            .map(|b| b.as_secs_f64() * 1e3 / n)
+            .collect();
+        Ok(samples.times(3.0))
+    }
+}
