@@ -398,6 +398,7 @@ impl Bench<'_> {
             seeds: SeedKind::Paper,
             seed: self.cli.seed,
             watch: None,
+            retune_alpha: 2,
         };
         let (trials, mut print) = trial_printer(options.expected_trials(self.rt, &self.model) - 1)?;
         let result: SearchResult = self

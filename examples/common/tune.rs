@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
@@ -11,7 +12,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
 use taopipe::live::report::PacedRun;
-use taopipe::live::{Engine, MeasureKind, SearchKind, SeedKind, TuneOptions, frames};
+use taopipe::live::{Engine, Handle, MeasureKind, SearchKind, SeedKind, TuneOptions, frames};
 use taopipe::nets::{Model, RandomWeights, zoo};
 use taopipe::runtime::EmulationSchedule;
 use taopipe::tuner::{Configuration, StageTimes, WatchOptions};
@@ -51,7 +52,7 @@ pub(crate) struct TuneCli {
     pub(crate) reps: u64,
     /// A trial stops once its slowest stage's median moved by at most this fraction with
     /// its last sample, after at least 3 samples; 0 takes every --reps sample.
-    #[arg(long, default_value_t = 0.02, value_parser = parse_fraction)]
+    #[arg(long, default_value_t = 0.05, value_parser = parse_fraction)]
     tolerance: f64,
     /// Never re-tune while serving (by default each stage's service time is watched and a
     /// sustained change re-tunes on live frames).
@@ -59,8 +60,12 @@ pub(crate) struct TuneCli {
     no_retune: bool,
     /// Relative shift of a stage's median service time, over the watch window, that
     /// triggers a re-tune.
-    #[arg(long, default_value_t = 0.15, value_parser = parse_fraction)]
+    #[arg(long, default_value_t = 0.25, value_parser = parse_fraction)]
     retune_threshold: f64,
+    /// α of each re-tune while serving (it starts warm, from seeds ranked for the speeds
+    /// just measured; a first tuning uses --tune's α).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    retune_alpha: usize,
     /// Frames in the watch window (a change must last more than half of them).
     #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u64).range(1..))]
     retune_window: u64,
@@ -68,6 +73,11 @@ pub(crate) struct TuneCli {
     /// `0s:none,20s:w1=powersave,40s:none` (SPEC as for --emulate; `none`: full speed).
     #[arg(long, value_name = "SCHEDULE")]
     emulate_schedule: Option<EmulationSchedule>,
+    /// A real noisy neighbour during the run: `CPU:START-STOP` runs a busy loop pinned to
+    /// OS CPU `CPU` (`taskset -c CPU sh -c 'while :; do :; done'`) from START to STOP
+    /// seconds after serving starts, e.g. `1:20-40`; the report marks both moments.
+    #[arg(long, value_name = "CPU:START-STOP", value_parser = parse_hog)]
+    hog: Option<Hog>,
     /// Offer frames at this many per second, as a camera does, and measure latency from
     /// each frame's due time. Without it the run saturates the pipeline (its throughput
     /// counts) and a second, short run at 80% of that throughput measures latency.
@@ -100,6 +110,61 @@ pub(crate) struct TuneCli {
     /// Write a JSON report here (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+}
+
+/// `--hog`: a CPU and when the busy loop runs.
+#[derive(Debug, Clone, Copy)]
+struct Hog {
+    cpu: usize,
+    start: f64,
+    stop: f64,
+}
+
+/// `CPU:START-STOP` with START < STOP, in seconds.
+fn parse_hog(text: &str) -> Result<Hog, String> {
+    let bad = || format!("`{text}`: expected CPU:START-STOP in seconds, e.g. `1:20-40`");
+    let (cpu, span) = text.split_once(':').ok_or_else(bad)?;
+    let (start, stop) = span.split_once('-').ok_or_else(bad)?;
+    let hog = Hog {
+        cpu: cpu.parse().map_err(|_| bad())?,
+        start: start.parse().map_err(|_| bad())?,
+        stop: stop.parse().map_err(|_| bad())?,
+    };
+    if !(hog.start >= 0.0 && hog.stop > hog.start && hog.stop.is_finite()) {
+        return Err(format!("`{text}`: START must be ≥ 0 and before STOP"));
+    }
+    Ok(hog)
+}
+
+/// Runs `hog` beside the run that starts now, marking its start and stop on `handle`;
+/// stops early (killing the loop) when `done` is raised.
+fn run_hog(hog: Hog, handle: Handle, done: &AtomicBool) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let wait_until = |s: f64| {
+        while t0.elapsed().as_secs_f64() < s && !done.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    wait_until(hog.start);
+    if done.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let mut child = std::process::Command::new("taskset")
+        .args([
+            "-c",
+            &hog.cpu.to_string(),
+            "sh",
+            "-c",
+            "while :; do :; done",
+        ])
+        .spawn()
+        .context("--hog: starting `taskset` (util-linux)")?;
+    handle.mark(format!("hog on CPU {}", hog.cpu));
+    wait_until(hog.stop);
+    child.kill().ok();
+    child.wait().ok();
+    handle.mark(format!("hog off CPU {}", hog.cpu));
+    Ok(())
 }
 
 /// A fraction in [0, 1).
@@ -196,6 +261,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
             window: cli.retune_window as usize,
             threshold: cli.retune_threshold,
         }),
+        retune_alpha: cli.retune_alpha,
     };
     let mut engine = Engine::new(&rt, model.clone(), options)?;
     if let Some(spec) = &cli.runtime.emulate {
@@ -250,15 +316,29 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     let source = frames(&model, count, cli.seed)
         .take_while(move |_| until.is_none_or(|u| started.elapsed() < u));
     let mut served = 0u64;
-    let mut report = engine.run(source, |_, _| {
-        served += 1;
-        match cli.seconds {
-            Some(_) => {
-                bar.set_position(started.elapsed().as_secs());
-                bar.set_message(format!("{served} frames"));
+    let done = AtomicBool::new(false);
+    let handle = engine.handle();
+    let mut report = std::thread::scope(|s| {
+        let done = &done;
+        let hog = cli
+            .hog
+            .map(|hog| s.spawn(move || run_hog(hog, handle, done)));
+        let report = engine.run(source, |_, _| {
+            served += 1;
+            match cli.seconds {
+                Some(_) => {
+                    bar.set_position(started.elapsed().as_secs());
+                    bar.set_message(format!("{served} frames"));
+                }
+                None => bar.inc(1),
             }
-            None => bar.inc(1),
+        });
+        done.store(true, Ordering::Release);
+        if let Some(h) = hog {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("--hog thread panicked"))??;
         }
+        anyhow::Ok(report?)
     })?;
     bar.finish_and_clear();
     if cli.rate.is_none() && report.run.throughput_fps > 0.0 {

@@ -42,6 +42,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use taopipe_dsl::Seeds;
 use taopipe_nets::{Frame, Isa, Model};
@@ -68,18 +69,28 @@ pub struct Engine<'rt> {
     pace: Option<f64>,
     tuned: Option<SearchResult>,
     config: Configuration,
-    retune: Arc<AtomicBool>,
+    handle: Handle,
 }
 
-/// Asks a running engine to re-tune at the next frame, from any thread
-/// ([`Engine::retune_handle`]).
-#[derive(Debug, Clone)]
-pub struct RetuneHandle(Arc<AtomicBool>);
+/// Reaches a running engine from any thread or from the sink ([`Engine::handle`]).
+#[derive(Debug, Clone, Default)]
+pub struct Handle {
+    retune: Arc<AtomicBool>,
+    marks: Arc<Mutex<Vec<(Instant, String)>>>,
+}
 
-impl RetuneHandle {
-    /// Asks for a re-tune.
+impl Handle {
+    /// Asks for a re-tune at the next frame (or the first frame of the next run).
     pub fn retune(&self) {
-        self.0.store(true, Ordering::Release);
+        self.retune.store(true, Ordering::Release);
+    }
+
+    /// Marks a change of conditions the engine cannot see itself (a neighbour started, a
+    /// governor set by hand) now; the run's report lists it as [`What::Conditions`] and
+    /// measures the recovery from it.
+    pub fn mark(&self, label: impl Into<String>) {
+        let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
+        marks.push((Instant::now(), label.into()));
     }
 }
 
@@ -103,7 +114,7 @@ impl<'rt> Engine<'rt> {
             pace: None,
             tuned: None,
             config,
-            retune: Arc::default(),
+            handle: Handle::default(),
         })
     }
 
@@ -170,12 +181,13 @@ impl<'rt> Engine<'rt> {
     /// Asks for a re-tune: at the next frame of a run in progress, or at the first frame
     /// of the next run.
     pub fn retune(&self) {
-        self.retune.store(true, Ordering::Release);
+        self.handle.retune();
     }
 
-    /// A handle that asks for a re-tune from another thread or from the sink.
-    pub fn retune_handle(&self) -> RetuneHandle {
-        RetuneHandle(self.retune.clone())
+    /// A handle that asks for re-tunes and marks changes of conditions from another
+    /// thread or from the sink.
+    pub fn handle(&self) -> Handle {
+        self.handle.clone()
     }
 
     /// The configuration served now.
@@ -217,7 +229,7 @@ impl<'rt> Engine<'rt> {
             &mut source,
             &mut sink,
             pace,
-            self.retune.clone(),
+            self.handle.retune.clone(),
         );
         let conditions = Mutex::new(Vec::new());
         let schedule = self.schedule.clone();
@@ -249,6 +261,13 @@ impl<'rt> Engine<'rt> {
         })?;
         let mut events = served;
         events.extend(conditions.into_inner().unwrap_or_else(|e| e.into_inner()));
+        let marks =
+            std::mem::take(&mut *self.handle.marks.lock().unwrap_or_else(|e| e.into_inner()));
+        events.extend(marks.into_iter().map(|(at, label)| Event {
+            at_s: at.saturating_duration_since(start).as_secs_f64(),
+            frame: 0,
+            what: What::Conditions { step: label },
+        }));
         for e in &mut events {
             if matches!(e.what, What::Conditions { .. }) {
                 e.frame = server.timeline.partition_point(|f| f.at_s <= e.at_s) as u64;
@@ -269,7 +288,7 @@ impl<'rt> Engine<'rt> {
                 Some(options) => Gate::Watch(Watch::new(options, expected.as_ref())),
                 None => Gate::Serve,
             };
-            let segment = if self.retune.swap(false, Ordering::AcqRel) {
+            let segment = if self.handle.retune.swap(false, Ordering::AcqRel) {
                 None // asked before the run: re-tune at once
             } else {
                 Some(server.segment(&self.config, gate)?)
@@ -305,7 +324,11 @@ impl<'rt> Engine<'rt> {
                     slowest_ms: found.best_ms(),
                     trials: found.trials.len(),
                     took_s: server.now_s() - seen_s,
-                    search: taopipe_tuner::Report::new("retune", Some(self.options.alpha), &found),
+                    search: taopipe_tuner::Report::new(
+                        "retune",
+                        Some(self.options.retune_alpha),
+                        &found,
+                    ),
                 },
             });
         }
@@ -335,7 +358,7 @@ impl<'rt> Engine<'rt> {
             times: &times,
             per_worker_ms: &per_worker_ms,
         };
-        let search = PipeSearch::new(self.options.alpha, rt.num_workers());
+        let search = PipeSearch::new(self.options.retune_alpha, rt.num_workers());
         match retune(&search, &weights, c, start, &mut measure) {
             Ok(found) => Ok(Some(found)),
             Err(SearchError::Measure(e)) => ended(&measure, e),

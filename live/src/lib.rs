@@ -27,7 +27,7 @@ pub mod serve;
 pub mod stream;
 pub mod tune;
 
-pub use engine::{Engine, RetuneHandle};
+pub use engine::{Engine, Handle};
 pub use error::LiveError;
 pub use measure::{LiveMeasure, LiveMode, speed_key};
 pub use report::Report;

@@ -161,9 +161,10 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum What {
-    /// The emulation schedule changed the workers' speeds.
+    /// The conditions changed: a step of the emulation schedule, or a mark
+    /// ([`Handle::mark`](crate::Handle::mark)).
     Conditions {
-        /// The step, as written (`20s:w1=powersave`).
+        /// The step, as written (`20s:w1=powersave`), or the mark's label.
         step: String,
     },
     /// The watch saw a sustained change of a stage's service time.
@@ -199,22 +200,32 @@ pub struct Recovery {
     pub at_s: f64,
     /// Throughput settled to before the next change (the last half of the interval), fps.
     pub settled_fps: f64,
-    /// Seconds from the change to the start of the first window of throughput within 5%
-    /// of `settled_fps` that every later window of the interval also is; `None` if none.
+    /// Seconds from the change to the start of the first window of throughput within
+    /// [`RECOVERY_BAND`] of `settled_fps` that every later window of the interval also
+    /// is; `None` if none.
     pub recovery_s: Option<f64>,
+    /// Seconds from the change to the end of the first re-tune after it, if one ended
+    /// before the next change.
+    pub retuned_s: Option<f64>,
+    /// Throughput from the end of that re-tune to the next change (or the end), fps.
+    pub after_retune_fps: Option<f64>,
 }
 
-/// Throughput windows for [`Report::recover`], seconds.
+/// Throughput windows for [`Report::recover`], seconds (rounded to whole frames).
 pub const RECOVERY_WINDOW_S: f64 = 2.0;
+/// How close to the settled throughput a window must be to count as recovered.
+pub const RECOVERY_BAND: f64 = 0.10;
 
 impl Report {
     /// How the run recovered from each change of conditions ([`What::Conditions`]):
     /// - the settled throughput is the frames delivered in the last half of the interval
     ///   until the next change (or the end) over its length;
-    /// - throughput at time `t` is the frames delivered in `(t − RECOVERY_WINDOW_S, t]`
-    ///   over [`RECOVERY_WINDOW_S`], taken at every delivery;
-    /// - recovered at the start (`t − window`) of the first such window that is within 5%
-    ///   of the settled throughput, with every later window in the interval within 5% too.
+    /// - throughput at each delivery is the last `w` frame intervals over their time, `w`
+    ///   the frames of [`RECOVERY_WINDOW_S`] at the settled rate (whole frames: a window
+    ///   of 2 s at 7 frames/s counted in frames would be off by 7% for one frame);
+    /// - recovered at the start of the first such window within [`RECOVERY_BAND`] (10%:
+    ///   the frame-to-frame jitter of a 2-core VM) of the settled throughput, with every
+    ///   later window in the interval within it too.
     pub fn recover(&mut self) {
         let changes: Vec<(String, f64)> = self
             .events
@@ -230,13 +241,34 @@ impl Report {
             .enumerate()
             .map(|(i, (step, at))| {
                 let until = changes.get(i + 1).map_or(end, |c| c.1);
-                recovery(&self.timeline, step, *at, until)
+                let mut r = recovery(&self.timeline, step, *at, until);
+                let retuned = self.events.iter().find(|e| {
+                    matches!(e.what, What::Retuned { .. }) && e.at_s > *at && e.at_s <= until
+                });
+                if let Some(e) = retuned {
+                    let served = self
+                        .timeline
+                        .iter()
+                        .filter(|f| f.at_s > e.at_s && f.at_s <= until)
+                        .count() as f64;
+                    r.retuned_s = Some(e.at_s - at);
+                    r.after_retune_fps = (until > e.at_s).then(|| served / (until - e.at_s));
+                }
+                r
             })
             .collect();
     }
 
-    /// The pipeline's throughput over the baseline's, if there is one.
+    /// The pipeline's throughput over the baseline's, if there is one and the conditions
+    /// did not change during the run (the baseline runs under one condition).
     pub fn speedup(&self) -> Option<f64> {
+        let changed = self
+            .events
+            .iter()
+            .any(|e| matches!(e.what, What::Conditions { .. }));
+        if changed {
+            return None;
+        }
         self.baseline
             .as_ref()
             .map(|b| self.run.throughput_fps / b.throughput_fps)
@@ -308,14 +340,19 @@ impl fmt::Display for Report {
             writeln!(f, "{:>8.1} s  frame {:>5}  {}", e.at_s, e.frame, e.what)?;
         }
         for r in &self.recoveries {
+            write!(f, "after {}: ", r.step)?;
             match r.recovery_s {
-                Some(s) => writeln!(
+                Some(s) => write!(
                     f,
-                    "after {}: throughput recovered in {s:.1} s, settled at {:.2} frames/s",
-                    r.step, r.settled_fps
+                    "throughput recovered in {s:.1} s, settled at {:.2} frames/s",
+                    r.settled_fps
                 )?,
-                None => writeln!(f, "after {}: throughput did not settle", r.step)?,
+                None => write!(f, "throughput did not settle (within 10%)")?,
             }
+            if let (Some(s), Some(fps)) = (r.retuned_s, r.after_retune_fps) {
+                write!(f, "; re-tuned after {s:.1} s, then {fps:.2} frames/s")?;
+            }
+            writeln!(f)?;
         }
         if let Some(x) = self.speedup() {
             writeln!(f, "pipeline / layer-parallel throughput: {x:.2}")?;
@@ -338,29 +375,22 @@ fn recovery(timeline: &[FrameRecord], step: &str, at: f64, until: f64) -> Recove
     } else {
         0.0
     };
-    let all: Vec<f64> = timeline.iter().map(|f| f.at_s).collect();
-    let fps_at = |t: f64| {
-        let lo = all.partition_point(|&x| x <= t - RECOVERY_WINDOW_S);
-        let hi = all.partition_point(|&x| x <= t);
-        (hi - lo) as f64 / RECOVERY_WINDOW_S
+    // Windows of a whole number of frame intervals, so no window is off by a frame.
+    let w = ((settled_fps * RECOVERY_WINDOW_S).round() as usize).max(2);
+    let ok = |i: usize| {
+        let fps = w as f64 / (times[i] - times[i - w]);
+        (fps / settled_fps - 1.0).abs() <= RECOVERY_BAND
     };
-    let ok = |t: f64| (fps_at(t) / settled_fps - 1.0).abs() <= 0.05;
-    let windows: Vec<f64> = times
-        .iter()
-        .copied()
-        .filter(|&t| t - RECOVERY_WINDOW_S >= at)
-        .collect();
-    let first_good_tail = (0..windows.len())
-        .rev()
-        .take_while(|&i| ok(windows[i]))
-        .last();
+    let first_good_tail = (w..times.len()).rev().take_while(|&i| ok(i)).last();
     Recovery {
         step: step.to_string(),
         at_s: at,
         settled_fps,
         recovery_s: first_good_tail
             .filter(|_| settled_fps > 0.0)
-            .map(|i| windows[i] - RECOVERY_WINDOW_S - at),
+            .map(|i| times[i - w] - at),
+        retuned_s: None,
+        after_retune_fps: None,
     }
 }
 
@@ -382,5 +412,51 @@ impl fmt::Display for What {
                 "re-tuned {from} -> {to} ({slowest_ms:.1} ms) in {took_s:.1} s, {trials} trials"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// Frames delivered at `fps` from `from` (exclusive) to `to` (inclusive).
+    fn frames(out: &mut Vec<FrameRecord>, from: f64, to: f64, fps: f64) {
+        let mut t = from;
+        while t + 1.0 / fps <= to + 1e-9 {
+            t += 1.0 / fps;
+            out.push(FrameRecord {
+                seq: out.len() as u64,
+                at_s: t,
+                configuration: 0,
+                trial: false,
+                stage_ms: vec![1e3 / fps],
+            });
+        }
+    }
+
+    #[test]
+    fn recovery_starts_where_every_later_window_is_within_the_band() {
+        let mut timeline = Vec::new();
+        frames(&mut timeline, 0.0, 5.0, 10.0);
+        frames(&mut timeline, 5.0, 6.0, 5.0); // the change at 5 s halves the throughput
+        frames(&mut timeline, 6.0, 12.0, 10.0); // recovered at 6 s
+        let r = recovery(&timeline, "5s:w1=0.5", 5.0, 12.0);
+        assert!((r.settled_fps - 10.0).abs() < 0.01, "{r:?}");
+        // The first 2 s window within 10% of 10 frames/s starts at 5.6 s: two slow
+        // intervals and eighteen fast ones, 9.1 frames/s.
+        let s = r.recovery_s.expect("recovered");
+        assert!((s - 0.6).abs() < 0.05, "{r:?}");
+    }
+
+    #[test]
+    fn a_throughput_that_never_settles_has_no_recovery() {
+        let mut timeline = Vec::new();
+        frames(&mut timeline, 0.0, 5.0, 10.0);
+        frames(&mut timeline, 5.0, 8.0, 5.0);
+        frames(&mut timeline, 8.0, 9.0, 10.0);
+        frames(&mut timeline, 9.0, 12.0, 5.0);
+        frames(&mut timeline, 12.0, 13.0, 12.0);
+        let r = recovery(&timeline, "change", 5.0, 13.0);
+        assert_eq!(r.recovery_s, None, "{r:?}");
     }
 }

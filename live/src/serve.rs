@@ -2,7 +2,7 @@
 //! frames, trials timed on those live frames, and the watch that notices when the cores
 //! change.
 //!
-//! A [`Server`] owns the frame source and the sink for one [`Engine::run`](crate::Engine::run).
+//! A `Server` owns the frame source and the sink for one [`Engine::run`](crate::Engine::run).
 //! It runs **segments**: one configuration's pipeline over the frames the segment admits.
 //! A segment ends between two frames — when a trial has enough samples, when the watch
 //! sees a change, when a re-tune is asked for, or when the source ends — and the pipeline
@@ -10,11 +10,14 @@
 //! the next frame from the same source. Sequence numbers run on across segments, so no
 //! frame is lost, duplicated or reordered by a switch.
 //!
-//! **Trials on live frames** ([`ServedMeasure`]) admit one frame more at a time until the
+//! **Trials on live frames** (`ServedMeasure`) admit one frame more at a time until the
 //! per-stage medians are stable ([`Stability`]), so a trial costs the frames it needs and
-//! no more; those frames are served like any other. **No warm-up frame**: the frame pool
-//! and the stage graphs are prepared before a segment starts, and a cold first frame is one
-//! sample of at least three under a median.
+//! no more; those frames are served like any other. A trial measures the pipeline **full**,
+//! as it runs when it serves (stages side by side compete for caches and memory
+//! bandwidth): with `p` stages, the first `p − 1` frames (the pipeline filling) are not
+//! sampled, and `p − 1` frames are always admitted beyond the last one sampled, so every
+//! sampled frame's stages ran beside their neighbours' work. No other warm-up: the frame
+//! pool and the stage graphs are prepared before a segment starts.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -67,6 +70,8 @@ struct State {
     rows: Vec<Vec<f64>>,
     allowed: u64,
     admitted: u64,
+    /// Frames at the front that a trial does not sample (the pipeline filling).
+    skip: u64,
     done: bool,
     change: Option<Change>,
     forced: bool,
@@ -89,8 +94,10 @@ impl Shared {
             return;
         }
         let row = st.rows[seq].clone();
+        let filling = (seq as u64) < st.skip;
         let State { gate, .. } = &mut *st;
         match gate {
+            Gate::Trial(..) if filling => {}
             Gate::Trial(samples, rule) => {
                 samples.push(&row);
                 if samples.settled(rule) {
@@ -186,8 +193,10 @@ impl<'a> Server<'a> {
         gate: Gate,
     ) -> Result<Segment, LiveError> {
         let trial = matches!(gate, Gate::Trial(..));
+        let stages = config.stage_count();
+        let fill = stages as u64 - 1; // frames filling the pipeline, and kept beyond
         let allowed = match &gate {
-            Gate::Trial(_, rule) => rule.min.max(1) as u64,
+            Gate::Trial(_, rule) => rule.min.max(1) as u64 + 2 * fill,
             _ => u64::MAX,
         };
         let index = match self.configurations.iter().position(|c| c == config) {
@@ -203,13 +212,13 @@ impl<'a> Server<'a> {
                 rows: Vec::new(),
                 allowed,
                 admitted: 0,
+                skip: if trial { fill } else { 0 },
                 done: false,
                 change: None,
                 forced: false,
             }),
             wake: Condvar::new(),
         });
-        let stages = config.stage_count();
         let (watcher, retune) = (shared.clone(), self.retune.clone());
         let pipeline = Pipeline::new(LiveMeasure::stages(&self.model, config))?.with_observer(
             move |stage, seq, took| watcher.observe(stage, stages, seq, took, &retune),

@@ -138,7 +138,7 @@ fn a_retune_asked_for_while_serving_switches_between_frames_losing_nothing() {
         ..TuneOptions::default()
     };
     let mut engine = Engine::new(&rt, model.clone(), options).expect("engine");
-    let handle = engine.retune_handle();
+    let handle = engine.handle();
     let frames = 80;
     let mut got: Outputs = Vec::new();
     let report = engine

@@ -9,8 +9,8 @@ use taopipe_tuner::{
     Stability, StageTimes, WarmStart, Watch, WatchOptions, retune,
 };
 
-/// α of every re-tune (the engine re-tunes with its tuning α).
-const ALPHA: usize = 10;
+/// α of every re-tune (the engine's default `retune_alpha`).
+const ALPHA: usize = 2;
 
 /// A platform serving frames: each frame's stage times are the simulator's (noise-free)
 /// times, each times a factor drawn uniformly from [0.95, 1.05].

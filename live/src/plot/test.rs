@@ -164,6 +164,8 @@ fn report() -> Report {
             at_s: 4.0,
             settled_fps: 5.0,
             recovery_s: Some(2.2),
+            retuned_s: Some(1.5),
+            after_retune_fps: Some(5.0),
         }],
         latency_run: None,
     }

@@ -66,14 +66,17 @@ fn speeding_up_counts_too() {
 fn a_first_window_unlike_the_trial_is_a_change() {
     let trial = StageTimes::new(vec![10.0, 5.0]);
     let mut watch = warm(Some(&trial));
-    let change = (0..9).find_map(|_| watch.observe(&[10.0, 12.0]));
+    let change = (0..9).find_map(|_| watch.observe(&[10.0, 8.0])); // +60%
     assert_eq!(change.map(|c| c.stage), Some(1));
-    // Close to the trial: no change, and the window becomes the reference.
+    // Within twice the threshold of the trial: no change, and the window becomes the
+    // reference, against which the threshold itself counts.
     let mut watch = warm(Some(&trial));
     for _ in 0..9 {
-        assert_eq!(watch.observe(&[10.5, 5.2]), None);
+        assert_eq!(watch.observe(&[10.5, 6.2]), None); // +24%
     }
-    assert_eq!(watch.reference(), Some(&[10.5, 5.2][..]));
+    assert_eq!(watch.reference(), Some(&[10.5, 6.2][..]));
+    let change = (0..9).find_map(|_| watch.observe(&[10.5, 8.0])); // +29%
+    assert_eq!(change.map(|c| c.stage), Some(1));
 }
 
 #[test]
