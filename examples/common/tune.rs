@@ -64,7 +64,7 @@ pub(crate) struct TuneCli {
     retune_threshold: f64,
     /// α of each re-tune while serving (it starts warm, from seeds ranked for the speeds
     /// just measured; a first tuning uses --tune's α).
-    #[arg(long, value_name = "N", default_value_t = 2)]
+    #[arg(long, value_name = "N", default_value_t = 1)]
     retune_alpha: usize,
     /// Frames in the watch window (a change must last more than half of them).
     #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u64).range(1..))]

@@ -13,8 +13,9 @@
 //! ([`crate::serve`]). With [`TuneOptions::watch`] set (the default) every frame's stage
 //! times feed a [`Watch`]; on a sustained change (or [`Engine::retune`]) the pipeline
 //! drains between two frames and a warm re-tune ([`taopipe_tuner::retune`]) runs on the
-//! next live frames: the configuration serving is timed again, with each worker's busy
-//! time, which gives the workers' speeds; the seeds are re-ranked for them and Pipe-search
+//! next live frames. It starts from the configuration serving, with the stage times of the
+//! window that showed the change and each worker's busy time per frame over those frames
+//! (after [`Engine::retune`], from a trial of it instead), which give the workers' speeds; the seeds are re-ranked for them and Pipe-search
 //! runs from the configuration serving, the one-stage candidate included. Its trials serve
 //! frames too; then the best serves, watched against its trial's times. The report marks
 //! every change and re-tune ([`What`]).
@@ -297,10 +298,15 @@ impl<'rt> Engine<'rt> {
                 return Ok(events);
             }
             let seen_s = server.now_s();
+            let mut seen = None; // the window that showed the change, and its busy times
             let what = match segment {
-                Some(s) if s.change.is_some() => What::Change {
-                    change: s.change.expect("checked"),
-                },
+                Some(s) if s.change.is_some() => {
+                    let change = s.change.expect("checked");
+                    seen = s
+                        .recent_busy_ms
+                        .map(|busy| (StageTimes::new(change.window_ms.clone()), busy));
+                    What::Change { change }
+                }
                 Some(s) if !s.forced => return Ok(events), // (only the source ends a serve)
                 _ => What::Forced,
             };
@@ -310,7 +316,7 @@ impl<'rt> Engine<'rt> {
                 what,
             });
             let from = self.config.to_string();
-            let Some(found) = self.retune_on(server)? else {
+            let Some(found) = self.retune_on(server, seen)? else {
                 return Ok(events); // the source ended during the re-tune
             };
             self.config = found.best.clone();
@@ -334,9 +340,14 @@ impl<'rt> Engine<'rt> {
         }
     }
 
-    /// A warm re-tune on the server's next frames (module docs); `None` if the source
-    /// ended first.
-    fn retune_on(&self, server: &mut Server<'_>) -> Result<Option<SearchResult>, LiveError> {
+    /// A warm re-tune on the server's next frames (module docs), from the stage and busy
+    /// times of the frames that showed the change (`seen`), or else from a trial of the
+    /// configuration serving; `None` if the source ended first.
+    fn retune_on(
+        &self,
+        server: &mut Server<'_>,
+        seen: Option<(StageTimes, Vec<f64>)>,
+    ) -> Result<Option<SearchResult>, LiveError> {
         let (rt, spec) = (self.rt, self.model.spec());
         let c = self.options.stage_limit(rt, &self.model);
         let weights = Seeds::from_net(spec, c.max(1))?.weights().to_vec();
@@ -348,11 +359,13 @@ impl<'rt> Engine<'rt> {
                 Err(LiveError::from(SearchError::from(e)))
             }
         };
-        let times = match taopipe_tuner::Measure::stage_times(&mut measure, &self.config) {
-            Ok(times) => times,
-            Err(e) => return ended(&measure, e),
+        let (times, per_worker_ms) = match seen {
+            Some(seen) => seen,
+            None => match taopipe_tuner::Measure::stage_times(&mut measure, &self.config) {
+                Ok(times) => (times, measure.per_worker_ms.clone()),
+                Err(e) => return ended(&measure, e),
+            },
         };
-        let per_worker_ms = measure.per_worker_ms.clone();
         let start = WarmStart {
             current: &self.config,
             times: &times,

@@ -56,7 +56,13 @@ pub(crate) struct Segment {
     pub frames: u64,
     /// Each worker's busy time over the segment.
     pub busy: Vec<Duration>,
+    /// Each worker's busy time per frame over the last frames delivered (up to
+    /// [`RECENT_FRAMES`]), ms: the speeds just before the segment ended.
+    pub recent_busy_ms: Option<Vec<f64>>,
 }
+
+/// Frames whose busy times [`Segment::recent_busy_ms`] covers (a watch window's worth).
+pub(crate) const RECENT_FRAMES: usize = 9;
 
 /// The state a segment's admitter, observer and sink share.
 struct Shared {
@@ -239,6 +245,8 @@ impl<'a> Server<'a> {
         let (timeline, latency, delivered) =
             (&mut self.timeline, &mut self.latency, &mut self.delivered);
         let mut frames = 0;
+        let mut recent: VecDeque<Vec<Duration>> = VecDeque::with_capacity(RECENT_FRAMES + 2);
+        let rt = self.rt;
         pipeline.run(
             self.rt,
             &mut admit,
@@ -267,6 +275,12 @@ impl<'a> Server<'a> {
                 sink(*delivered, frame);
                 *delivered += 1;
                 frames += 1;
+                if !trial {
+                    if recent.len() > RECENT_FRAMES {
+                        recent.pop_front();
+                    }
+                    recent.push_back(busy(rt));
+                }
             },
             &StopSignal::new(),
         )?;
@@ -283,8 +297,21 @@ impl<'a> Server<'a> {
                 .zip(&busy_before)
                 .map(|(a, b)| a.saturating_sub(*b))
                 .collect(),
+            recent_busy_ms: per_frame_ms(&recent),
         })
     }
+}
+
+/// Each worker's busy time per frame between the first and last snapshot, ms.
+fn per_frame_ms(snapshots: &VecDeque<Vec<Duration>>) -> Option<Vec<f64>> {
+    let (first, last) = (snapshots.front()?, snapshots.back()?);
+    let n = snapshots.len().checked_sub(1).filter(|&n| n > 0)? as f64;
+    Some(
+        last.iter()
+            .zip(first)
+            .map(|(a, b)| a.saturating_sub(*b).as_secs_f64() * 1e3 / n)
+            .collect(),
+    )
 }
 
 /// Each worker's busy time so far.

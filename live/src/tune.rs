@@ -126,7 +126,7 @@ pub struct TuneOptions {
     pub watch: Option<WatchOptions>,
     /// α of a re-tune while serving. Smaller than a first tuning's: a re-tune starts warm,
     /// from seeds ranked for the speeds just measured, and every trial it spends is time
-    /// the stream runs on a stale or trial configuration. 2 reaches within 5% of the
+    /// the stream runs on a stale or trial configuration. 1 reaches within 5% of the
     /// exhaustive optimum in the simulated schedules of `tuner/tests/retune.rs`.
     pub retune_alpha: usize,
 }
@@ -134,7 +134,7 @@ pub struct TuneOptions {
 impl Default for TuneOptions {
     /// Pipe-search with α = 10, trials on live frames (3 to 7 per trial, stable within
     /// 5%: on a 2-core VM whose service times drift by 15% a 2% rule always ran to 7), the paper's seeds, watched with the default [`WatchOptions`], re-tunes with
-    /// α = 2.
+    /// α = 1.
     fn default() -> Self {
         TuneOptions {
             search: SearchKind::Pipe,
@@ -146,7 +146,7 @@ impl Default for TuneOptions {
             seeds: SeedKind::Paper,
             seed: 1,
             watch: Some(WatchOptions::default()),
-            retune_alpha: 2,
+            retune_alpha: 1,
         }
     }
 }

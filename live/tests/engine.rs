@@ -135,6 +135,7 @@ fn a_retune_asked_for_while_serving_switches_between_frames_losing_nothing() {
     let (rt, model) = setup();
     let options = TuneOptions {
         alpha: 2,
+        watch: None, // only the re-tune asked for (sub-ms frames are too noisy to watch)
         ..TuneOptions::default()
     };
     let mut engine = Engine::new(&rt, model.clone(), options).expect("engine");
@@ -229,4 +230,29 @@ fn a_worker_slowed_mid_run_is_seen_and_re_tuned_for() {
         1,
         "a gang waiting for a core at a fifth of the speed is not the fastest: {summary:#?}"
     );
+}
+
+#[test]
+fn paced_frames_arrive_at_the_rate_and_latency_counts_from_arrival() {
+    let (rt, model) = setup();
+    let mut engine = Engine::new(&rt, model.clone(), TuneOptions::default()).expect("engine");
+    assert!(
+        engine.set_rate(Some(0.0)).is_err(),
+        "a rate of 0 is refused"
+    );
+    let err = engine.set_rate(Some(f64::NAN)).expect_err("NaN");
+    assert!(err.to_string().contains("NaN"), "{err}");
+    engine.set_rate(Some(100.0)).expect("a rate");
+    let started = std::time::Instant::now();
+    let mut seqs = Vec::new();
+    let report = engine
+        .run(inputs(&model, 20), |seq, _| seqs.push(seq))
+        .expect("run");
+    // The 20th frame is due 190 ms after the first: the run cannot end sooner.
+    assert!(started.elapsed() >= std::time::Duration::from_millis(190));
+    assert_eq!(seqs, (0..20).collect::<Vec<u64>>());
+    assert_eq!(report.rate_fps, Some(100.0));
+    assert!(report.run.latency_ms.p50 > 0.0);
+    // Frames of a small net at 100/s never queue behind each other for long.
+    assert!(report.run.latency_ms.p50 < 1000.0, "{:?}", report.run);
 }

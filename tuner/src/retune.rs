@@ -27,7 +27,7 @@ use crate::{
 /// Finalists are the trials within this fraction of the best time.
 pub const CONFIRM_MARGIN: f64 = 0.05;
 /// At most this many finalists are measured again.
-pub const CONFIRM_MAX: usize = 3;
+pub const CONFIRM_MAX: usize = 2;
 
 /// Where a re-tune starts.
 #[derive(Debug, Clone, PartialEq)]

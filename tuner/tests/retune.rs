@@ -10,7 +10,7 @@ use taopipe_tuner::{
 };
 
 /// α of every re-tune (the engine's default `retune_alpha`).
-const ALPHA: usize = 2;
+const ALPHA: usize = 1;
 
 /// A platform serving frames: each frame's stage times are the simulator's (noise-free)
 /// times, each times a factor drawn uniformly from [0.95, 1.05].
