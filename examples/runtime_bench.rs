@@ -9,6 +9,9 @@
 //! The workloads (DAG generator, task body, rayon DAG executor) are those of the criterion
 //! bench, `runtime/benches/bench/workload.rs`, included below.
 
+mod common;
+
+use common::RuntimeArgs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -43,9 +46,11 @@ use workload::{Dag, Shape};
 #[derive(Debug, Parser)]
 #[command(name = "runtime_bench", version, verbatim_doc_comment)]
 struct Args {
-    /// Worker threads for both runtimes [default: all detected CPUs, via Runtime::new(),
-    /// pinned; an explicit N builds N unpinned virtual workers].
-    #[arg(long)]
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+    /// Worker threads for both runtimes: N unpinned virtual workers instead of the CPUs
+    /// that --cpus / --layout name [default: every CPU this process may use, pinned].
+    #[arg(long, conflicts_with_all = ["cpus", "layout"])]
     workers: Option<usize>,
     /// Tasks per DAG.
     #[arg(long, default_value_t = workload::TASKS)]
@@ -165,10 +170,19 @@ fn main() -> Result<()> {
     ensure!(args.tasks > 0, "--tasks must be at least 1");
     ensure!(args.fj_iters > 0, "--fj-iters must be at least 1");
     let rt = match args.workers {
-        Some(n) => Runtime::builder().workers(n).build(),
-        None => Runtime::new(),
-    }
-    .context("building the taopipe runtime")?;
+        Some(n) => {
+            let rt = Runtime::builder()
+                .workers(n)
+                .build()
+                .context("building the taopipe runtime")?;
+            if let Some(spec) = &args.runtime.emulate {
+                rt.emulate(spec)
+                    .with_context(|| format!("--emulate {spec}"))?;
+            }
+            rt
+        }
+        None => args.runtime.runtime()?,
+    };
     let workers = rt.num_workers();
     let pinned = rt.topology().pins();
     let pool = workload::rayon_pool(workers);
