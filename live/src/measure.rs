@@ -14,12 +14,10 @@ use std::time::Instant;
 use taopipe_dsl::SpeedScaled;
 use taopipe_nets::{Frame, Model, ModelError};
 use taopipe_runtime::{Pipeline, Place, Runtime, RuntimeError, Stage};
-use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes, contiguous_places};
+use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes};
 
-/// The speed-aware seed key for `rt` as it runs now (beyond the paper; see
-/// [`SpeedScaled`]): stage `r` of `p` stages sits on the `r`-th of
-/// [`contiguous_places`]`(workers, p)`, whose time per unit of weight is taken as
-/// `1 / (slowest worker's speed × width)`.
+/// The speed-aware seed key for `rt` as it runs now (beyond the paper):
+/// [`taopipe_tuner::speed_key`] of the runtime's worker speeds.
 ///
 /// The speeds are what the runtime knows — emulation factors (`--emulate`). A noisy
 /// neighbour it does not know about leaves every speed at 1, and then the seeds are
@@ -36,20 +34,7 @@ use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes, contiguous
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn speed_key(rt: &Runtime) -> SpeedScaled {
-    let speeds = rt.speeds();
-    SpeedScaled::new(move |p, r| {
-        let Some((leader, width)) = contiguous_places(speeds.len(), p)
-            .ok()
-            .and_then(|places| places.get(r).copied())
-        else {
-            return 1.0;
-        };
-        let slowest = speeds[leader..leader + width]
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
-        1.0 / (slowest * width as f64)
-    })
+    taopipe_tuner::speed_key(rt.speeds())
 }
 
 /// A callback after each measurement.

@@ -155,6 +155,23 @@ fn throughput(timeline: &[FrameRecord]) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A panel's chart over `x` and `y`, the legend space kept free right; its mesh is left
+/// to the caller (axis texts, label formats).
+fn panel<'a, 'b>(
+    area: &'a Area<'b>,
+    caption: String,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+) -> Drawn<Chart<'a, 'b>> {
+    ChartBuilder::on(area)
+        .caption(caption, (FONT, 16))
+        .margin(8)
+        .margin_right(LEGEND_W)
+        .x_label_area_size(32)
+        .y_label_area_size(56)
+        .build_cartesian_2d(x, y)
+}
+
 /// A chart over time (x: 0..`end` s, y: 0..`y_max`), the legend space kept free right.
 fn time_chart<'a, 'b>(
     area: &'a Area<'b>,
@@ -163,13 +180,7 @@ fn time_chart<'a, 'b>(
     y_max: f64,
     y_desc: &str,
 ) -> Drawn<Chart<'a, 'b>> {
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, (FONT, 16))
-        .margin(8)
-        .margin_right(LEGEND_W)
-        .x_label_area_size(32)
-        .y_label_area_size(56)
-        .build_cartesian_2d(0.0..end * 1.01, 0.0..y_max)?;
+    let mut chart = panel(area, caption, 0.0..end * 1.01, 0.0..y_max)?;
     chart
         .configure_mesh()
         .x_desc("s since start")
@@ -479,13 +490,7 @@ fn search_panel(report: &Report, area: &Area<'_>) -> Drawn {
         "initial search, {}{alpha}: {n} trials in {:.1} s, best {:.1} ms {}",
         search.algorithm, search.tuning_s, search.best.slowest_ms, search.best.configuration
     );
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, (FONT, 16))
-        .margin(8)
-        .margin_right(LEGEND_W)
-        .x_label_area_size(32)
-        .y_label_area_size(56)
-        .build_cartesian_2d(0.5..n as f64 + 0.5, 0.0..top * 1.1)?;
+    let mut chart = panel(area, caption, 0.5..n as f64 + 0.5, 0.0..top * 1.1)?;
     let whole = |x: &f64| {
         if (x - x.round()).abs() < 1e-6 {
             format!("{}", x.round())
@@ -584,7 +589,7 @@ fn balance(report: &Report, root: &Area<'_>) -> Drawn {
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(60)
-        .build_cartesian_2d((0..n.max(1) - 1).into_segmented(), 0.0..y_max)?;
+        .build_cartesian_2d((0..n.max(2) - 1).into_segmented(), 0.0..y_max)?; // one stage: 2 slots (0..0 draws nothing)
     chart
         .configure_mesh()
         .disable_x_mesh()

@@ -297,3 +297,28 @@ fn preview() {
     untuned.tuning = None;
     run_svg(&untuned, &dir.join("run_untuned.svg")).expect("drawn");
 }
+
+#[test]
+fn a_one_stage_pipeline_still_gets_its_bar() {
+    let dir = TempDir::new("balance-one");
+    let path = dir.0.join("balance.svg");
+    let mut one = report();
+    one.pipeline.truncate(1);
+    balance_svg(&one, &path).expect("drawn");
+    let text = svg(&path);
+    // The first stage's colour (31, 119, 180) fills a rectangle of positive width (an
+    // empty x range drew one of width -50).
+    let width = text
+        .split("<rect")
+        .filter(|r| r.to_lowercase().contains("#1f77b4"))
+        .filter_map(|r| {
+            r.split("width=\"")
+                .nth(1)?
+                .split('"')
+                .next()?
+                .parse::<f64>()
+                .ok()
+        })
+        .next();
+    assert!(width.is_some_and(|w| w > 0.0), "bar width {width:?}");
+}
