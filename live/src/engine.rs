@@ -13,9 +13,10 @@
 //! ([`crate::serve`]). With [`TuneOptions::watch`] set (the default) every frame's stage
 //! times feed a [`Watch`]; on a sustained change (or [`Engine::retune`]) the pipeline
 //! drains between two frames and a warm re-tune ([`taopipe_tuner::retune`]) runs on the
-//! next live frames. It starts from the configuration serving, with the stage times of the
-//! window that showed the change and each worker's busy time per frame over those frames
-//! (after [`Engine::retune`], from a trial of it instead), which give the workers' speeds; the seeds are re-ranked for them and Pipe-search
+//! next live frames. It starts from the configuration serving, timed again by a trial: if
+//! that trial does not confirm the change (the stage is back within the threshold), the
+//! change was a passing one, it is dismissed and serving goes on. Otherwise the trial's
+//! busy times per frame give the workers' speeds; the seeds are re-ranked for them and Pipe-search
 //! runs from the configuration serving, the one-stage candidate included. Its trials serve
 //! frames too; then the best serves, watched against its trial's times. The report marks
 //! every change and re-tune ([`What`]).
@@ -49,7 +50,8 @@ use taopipe_dsl::Seeds;
 use taopipe_nets::{Frame, Isa, Model};
 use taopipe_runtime::{EmulationSchedule, Runtime, StopSignal};
 use taopipe_tuner::{
-    Configuration, PipeSearch, SearchError, SearchResult, StageTimes, WarmStart, Watch, retune,
+    Change, Configuration, PipeSearch, SearchError, SearchResult, StageTimes, WarmStart, Watch,
+    retune,
 };
 
 use crate::LiveError;
@@ -71,6 +73,19 @@ pub struct Engine<'rt> {
     tuned: Option<SearchResult>,
     config: Configuration,
     handle: Handle,
+}
+
+/// How a re-tune ended.
+enum Retune {
+    /// The frame source ended first.
+    Ended,
+    /// The trial of the configuration serving did not confirm the change.
+    Dismissed {
+        /// The changed stage's time in that trial, ms.
+        now_ms: f64,
+    },
+    /// The configuration to serve.
+    Found(SearchResult),
 }
 
 /// Reaches a running engine from any thread or from the sink ([`Engine::handle`]).
@@ -298,26 +313,34 @@ impl<'rt> Engine<'rt> {
                 return Ok(events);
             }
             let seen_s = server.now_s();
-            let mut seen = None; // the window that showed the change, and its busy times
-            let what = match segment {
-                Some(s) if s.change.is_some() => {
-                    let change = s.change.expect("checked");
-                    seen = s
-                        .recent_busy_ms
-                        .map(|busy| (StageTimes::new(change.window_ms.clone()), busy));
-                    What::Change { change }
-                }
+            let change = match segment {
+                Some(s) if s.change.is_some() => s.change,
                 Some(s) if !s.forced => return Ok(events), // (only the source ends a serve)
-                _ => What::Forced,
+                _ => None,
             };
             events.push(Event {
                 at_s: seen_s,
                 frame: server.delivered(),
-                what,
+                what: match &change {
+                    Some(change) => What::Change {
+                        change: change.clone(),
+                    },
+                    None => What::Forced,
+                },
             });
             let from = self.config.to_string();
-            let Some(found) = self.retune_on(server, seen)? else {
-                return Ok(events); // the source ended during the re-tune
+            let found = match self.retune_on(server, change.as_ref())? {
+                Retune::Ended => return Ok(events),
+                Retune::Dismissed { now_ms } => {
+                    events.push(Event {
+                        at_s: server.now_s(),
+                        frame: server.delivered(),
+                        what: What::Dismissed { now_ms },
+                    });
+                    expected = None; // a fresh reference from the next window
+                    continue;
+                }
+                Retune::Found(found) => found,
             };
             self.config = found.best.clone();
             expected = Some(found.best_times.clone());
@@ -340,32 +363,40 @@ impl<'rt> Engine<'rt> {
         }
     }
 
-    /// A warm re-tune on the server's next frames (module docs), from the stage and busy
-    /// times of the frames that showed the change (`seen`), or else from a trial of the
-    /// configuration serving; `None` if the source ended first.
+    /// A warm re-tune on the server's next frames (module docs). The configuration serving
+    /// is timed first; if that trial does not confirm `change` (the stage that moved is
+    /// back within the watch's threshold of what it was), the change was a passing one
+    /// and nothing is searched.
     fn retune_on(
         &self,
         server: &mut Server<'_>,
-        seen: Option<(StageTimes, Vec<f64>)>,
-    ) -> Result<Option<SearchResult>, LiveError> {
+        change: Option<&Change>,
+    ) -> Result<Retune, LiveError> {
         let (rt, spec) = (self.rt, self.model.spec());
         let c = self.options.stage_limit(rt, &self.model);
         let weights = Seeds::from_net(spec, c.max(1))?.weights().to_vec();
         let mut measure = ServedMeasure::new(server, self.options.stability());
         let ended = |m: &ServedMeasure<'_, '_>, e: taopipe_tuner::MeasureError| {
             if m.exhausted() {
-                Ok(None)
+                Ok(Retune::Ended)
             } else {
                 Err(LiveError::from(SearchError::from(e)))
             }
         };
-        let (times, per_worker_ms) = match seen {
-            Some(seen) => seen,
-            None => match taopipe_tuner::Measure::stage_times(&mut measure, &self.config) {
-                Ok(times) => (times, measure.per_worker_ms.clone()),
-                Err(e) => return ended(&measure, e),
-            },
+        // The configuration serving, timed again: the window that showed the change mixes
+        // frames from before it, and its median can sit just past the threshold.
+        let times = match taopipe_tuner::Measure::stage_times(&mut measure, &self.config) {
+            Ok(times) => times,
+            Err(e) => return ended(&measure, e),
         };
+        let per_worker_ms = measure.per_worker_ms.clone();
+        if let (Some(change), Some(watch)) = (change, self.options.watch) {
+            let now_ms = times.stage_ms.get(change.stage).copied().unwrap_or(0.0);
+            let shift = (now_ms / change.was_ms).max(change.was_ms / now_ms);
+            if shift <= 1.0 + watch.threshold {
+                return Ok(Retune::Dismissed { now_ms });
+            }
+        }
         let start = WarmStart {
             current: &self.config,
             times: &times,
@@ -373,7 +404,7 @@ impl<'rt> Engine<'rt> {
         };
         let search = PipeSearch::new(self.options.retune_alpha, rt.num_workers());
         match retune(&search, &weights, c, start, &mut measure) {
-            Ok(found) => Ok(Some(found)),
+            Ok(found) => Ok(Retune::Found(found)),
             Err(SearchError::Measure(e)) => ended(&measure, e),
             Err(e) => Err(e.into()),
         }

@@ -60,6 +60,8 @@ const LEGEND_W: u32 = 170;
 const CONDITIONS: RGBColor = RGBColor(230, 120, 0);
 const RETUNE: RGBColor = RGBColor(30, 150, 50);
 const CHANGE: RGBColor = RGBColor(140, 70, 180);
+/// A change not confirmed by a trial (dismissed).
+const DISMISSED: RGBColor = RGBColor(150, 150, 150);
 const TRIAL_BAND: RGBColor = RGBColor(255, 235, 160);
 const STAGES: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -246,12 +248,26 @@ fn events_legend(area: &Area<'_>, report: &Report, row: usize) -> Drawn {
         "re-tuned",
         Sample::Line(RETUNE.stroke_width(2)),
     )?;
+    let mut next = row + 3;
     if report.events.iter().any(|e| e.what == What::Forced) {
         legend(
             area,
-            row + 3,
+            next,
             "re-tune asked",
             Sample::Dashed(RETUNE.stroke_width(2)),
+        )?;
+        next += 1;
+    }
+    if report
+        .events
+        .iter()
+        .any(|e| matches!(e.what, What::Dismissed { .. }))
+    {
+        legend(
+            area,
+            next,
+            "change not confirmed",
+            Sample::Dashed(DISMISSED.stroke_width(2)),
         )?;
     }
     Ok(())
@@ -270,6 +286,7 @@ fn marker(what: &What) -> (String, ShapeStyle, bool) {
             )
         }
         What::Forced => ("re-tune asked".to_owned(), RETUNE.stroke_width(2), true),
+        What::Dismissed { .. } => ("dismissed".to_owned(), DISMISSED.stroke_width(2), true),
         What::Retuned { to, .. } => (format!("re-tune → {to}"), RETUNE.stroke_width(2), false),
     }
 }

@@ -174,6 +174,12 @@ pub enum What {
     },
     /// A re-tune was asked for ([`Engine::retune`](crate::Engine::retune)).
     Forced,
+    /// A trial of the configuration serving did not confirm the change seen: it passed,
+    /// and nothing was searched.
+    Dismissed {
+        /// The changed stage's time in that trial, ms.
+        now_ms: f64,
+    },
     /// A re-tune finished.
     Retuned {
         /// The configuration before.
@@ -400,6 +406,9 @@ impl fmt::Display for What {
             What::Conditions { step } => write!(f, "conditions: {step}"),
             What::Change { change } => write!(f, "change seen: {change}"),
             What::Forced => write!(f, "re-tune asked for"),
+            What::Dismissed { now_ms } => {
+                write!(f, "change not confirmed ({now_ms:.1} ms): no re-tune")
+            }
             What::Retuned {
                 from,
                 to,

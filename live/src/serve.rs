@@ -11,8 +11,9 @@
 //! frame is lost, duplicated or reordered by a switch.
 //!
 //! **Trials on live frames** (`ServedMeasure`) admit one frame more at a time until the
-//! per-stage medians are stable ([`Stability`]), so a trial costs the frames it needs and
-//! no more; those frames are served like any other. A trial measures the pipeline **full**,
+//! per-stage medians are stable ([`Stability`]), or until it clearly cannot beat the
+//! search's best (racing, [`Samples::with_bound`]), so a trial costs the frames it needs
+//! and no more; those frames are served like any other. A trial measures the pipeline **full**,
 //! as it runs when it serves (stages side by side compete for caches and memory
 //! bandwidth): with `p` stages, the first `p − 1` frames (the pipeline filling) are not
 //! sampled, and `p − 1` frames are always admitted beyond the last one sampled, so every
@@ -56,13 +57,7 @@ pub(crate) struct Segment {
     pub frames: u64,
     /// Each worker's busy time over the segment.
     pub busy: Vec<Duration>,
-    /// Each worker's busy time per frame over the last frames delivered (up to
-    /// [`RECENT_FRAMES`]), ms: the speeds just before the segment ended.
-    pub recent_busy_ms: Option<Vec<f64>>,
 }
-
-/// Frames whose busy times [`Segment::recent_busy_ms`] covers (a watch window's worth).
-pub(crate) const RECENT_FRAMES: usize = 9;
 
 /// The state a segment's admitter, observer and sink share.
 struct Shared {
@@ -245,8 +240,6 @@ impl<'a> Server<'a> {
         let (timeline, latency, delivered) =
             (&mut self.timeline, &mut self.latency, &mut self.delivered);
         let mut frames = 0;
-        let mut recent: VecDeque<Vec<Duration>> = VecDeque::with_capacity(RECENT_FRAMES + 2);
-        let rt = self.rt;
         pipeline.run(
             self.rt,
             &mut admit,
@@ -275,12 +268,6 @@ impl<'a> Server<'a> {
                 sink(*delivered, frame);
                 *delivered += 1;
                 frames += 1;
-                if !trial {
-                    if recent.len() > RECENT_FRAMES {
-                        recent.pop_front();
-                    }
-                    recent.push_back(busy(rt));
-                }
             },
             &StopSignal::new(),
         )?;
@@ -297,21 +284,8 @@ impl<'a> Server<'a> {
                 .zip(&busy_before)
                 .map(|(a, b)| a.saturating_sub(*b))
                 .collect(),
-            recent_busy_ms: per_frame_ms(&recent),
         })
     }
-}
-
-/// Each worker's busy time per frame between the first and last snapshot, ms.
-fn per_frame_ms(snapshots: &VecDeque<Vec<Duration>>) -> Option<Vec<f64>> {
-    let (first, last) = (snapshots.front()?, snapshots.back()?);
-    let n = snapshots.len().checked_sub(1).filter(|&n| n > 0)? as f64;
-    Some(
-        last.iter()
-            .zip(first)
-            .map(|(a, b)| a.saturating_sub(*b).as_secs_f64() * 1e3 / n)
-            .collect(),
-    )
 }
 
 /// Each worker's busy time so far.
@@ -379,6 +353,8 @@ pub(crate) struct ServedMeasure<'s, 'a> {
     pub per_worker_ms: Vec<f64>,
     /// Frames the trials served.
     pub frames: u64,
+    /// The search's best slowest-stage time so far, to race against.
+    best_ms: Option<f64>,
 }
 
 impl<'s, 'a> ServedMeasure<'s, 'a> {
@@ -393,13 +369,19 @@ impl<'s, 'a> ServedMeasure<'s, 'a> {
             rule,
             per_worker_ms: Vec::new(),
             frames: 0,
+            best_ms: None,
         }
     }
 }
 
 impl Measure for ServedMeasure<'_, '_> {
+    fn set_best(&mut self, best_ms: f64) {
+        self.best_ms = Some(best_ms);
+    }
+
     fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
-        let gate = Gate::Trial(Samples::new(config.stage_count()), self.rule);
+        let samples = Samples::new(config.stage_count()).with_bound(self.best_ms.take());
+        let gate = Gate::Trial(samples, self.rule);
         let segment = self
             .server
             .segment(config, gate)

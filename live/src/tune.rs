@@ -204,6 +204,10 @@ struct Observed<'f, M> {
 }
 
 impl<M: Measure> Measure for Observed<'_, M> {
+    fn set_best(&mut self, best_ms: f64) {
+        self.inner.set_best(best_ms);
+    }
+
     fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
         let times = self.inner.stage_times(config)?;
         (self.on_trial)(config, &times);

@@ -160,6 +160,7 @@ fn a_retune_asked_for_while_serving_switches_between_frames_losing_nothing() {
             What::Retuned { .. } => "retuned",
             What::Change { .. } => "change",
             What::Conditions { .. } => "conditions",
+            What::Dismissed { .. } => "dismissed",
         })
         .collect();
     let forced = kinds.iter().position(|k| *k == "forced").expect("forced");

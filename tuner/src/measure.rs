@@ -37,11 +37,22 @@ pub trait Measure {
     ///
     /// A [`MeasureError`] if the configuration cannot be run or measured.
     fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError>;
+
+    /// The best slowest-stage time the search has measured so far, told before each new
+    /// measurement: a measurer that samples may stop early once a trial clearly cannot
+    /// beat it ([`Samples::with_bound`]). Ignored by default.
+    fn set_best(&mut self, best_ms: f64) {
+        let _ = best_ms;
+    }
 }
 
 impl<M: Measure + ?Sized> Measure for &mut M {
     fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
         (**self).stage_times(config)
+    }
+
+    fn set_best(&mut self, best_ms: f64) {
+        (**self).set_best(best_ms);
     }
 }
 
@@ -178,12 +189,17 @@ impl Default for RobustOptions {
 pub struct Robust<M> {
     inner: M,
     options: RobustOptions,
+    best_ms: Option<f64>,
 }
 
 impl<M> Robust<M> {
     /// Wraps `inner`.
     pub fn new(inner: M, options: RobustOptions) -> Self {
-        Robust { inner, options }
+        Robust {
+            inner,
+            options,
+            best_ms: None,
+        }
     }
 
     /// The wrapped measurer.
@@ -208,6 +224,12 @@ impl<M> Robust<M> {
 }
 
 impl<M: Measure> Measure for Robust<M> {
+    /// Races with the stable-median rule when a `tolerance` is set ([`Samples::with_bound`]).
+    fn set_best(&mut self, best_ms: f64) {
+        self.best_ms = Some(best_ms);
+        self.inner.set_best(best_ms);
+    }
+
     fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
         for _ in 0..self.options.warmup {
             measure_checked(&mut self.inner, config)?;
@@ -222,7 +244,8 @@ impl<M: Measure> Measure for Robust<M> {
         } else {
             Stability::fixed(reps)
         };
-        let mut samples = Samples::new(config.stage_count());
+        let bound = self.best_ms.take().filter(|_| self.options.tolerance > 0.0);
+        let mut samples = Samples::new(config.stage_count()).with_bound(bound);
         while !samples.settled(&rule) {
             samples.push(&measure_checked(&mut self.inner, config)?.stage_ms);
         }

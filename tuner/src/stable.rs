@@ -10,8 +10,20 @@
 //! - [`Stability::max`] samples are in.
 //!
 //! On a quiet machine a trial so costs `min` samples; noise buys more, up to `max`.
+//!
+//! **Racing** (a decision beyond the paper): given the best `T_s` the search has so far
+//! ([`Samples::with_bound`]), a trial also stops after [`RACE_SAMPLES`] samples if its
+//! `T_s` is more than [`RACE_MARGIN`] above that best. Such a trial cannot become the
+//! best (Pipe-search only asks "better than `S_min`?"), and a search spends most of its
+//! trials on such configurations. The margin is wide because two samples on a noisy
+//! machine can be off by 15–30%.
 
 use crate::{StageTimes, median, median_without_outliers};
+
+/// Samples before a trial may be abandoned as hopeless (module docs).
+pub const RACE_SAMPLES: usize = 2;
+/// How far above the best so far a trial's `T_s` must be to be abandoned (module docs).
+pub const RACE_MARGIN: f64 = 0.3;
 
 /// The stable-median rule's settings (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -64,6 +76,7 @@ impl Stability {
 pub struct Samples {
     per_stage: Vec<Vec<f64>>,
     slowest: Vec<f64>,
+    bound: Option<f64>,
 }
 
 impl Samples {
@@ -72,7 +85,23 @@ impl Samples {
         Samples {
             per_stage: vec![Vec::new(); stages],
             slowest: Vec::new(),
+            bound: None,
         }
+    }
+
+    /// Races against `best_ms`, the best `T_s` so far (module docs).
+    ///
+    /// ```
+    /// use taopipe_tuner::{Samples, Stability};
+    ///
+    /// let mut s = Samples::new(1).with_bound(Some(10.0));
+    /// s.push(&[20.0]);
+    /// s.push(&[21.0]);
+    /// assert!(s.settled(&Stability::default())); // 2 samples, 105% above the best
+    /// ```
+    pub fn with_bound(mut self, best_ms: Option<f64>) -> Self {
+        self.bound = best_ms.filter(|b| b.is_finite() && *b > 0.0);
+        self
     }
 
     /// Adds one sample (one time per stage; extra times are ignored).
@@ -102,6 +131,12 @@ impl Samples {
     pub fn settled(&self, rule: &Stability) -> bool {
         let n = self.len();
         if n >= rule.max.max(1) {
+            return true;
+        }
+        let hopeless = self
+            .bound
+            .is_some_and(|b| self.slowest[n.max(1) - 1] > b * (1.0 + RACE_MARGIN));
+        if n >= RACE_SAMPLES && hopeless {
             return true;
         }
         if n < rule.min.max(2) {

@@ -197,6 +197,9 @@ impl Evaluator {
         let index = match self.seen.get(&config) {
             Some(&i) => i,
             None => {
+                if let Some(b) = self.best {
+                    measure.set_best(self.trials[b].slowest_ms);
+                }
                 let times = measure_checked(measure, &config)?;
                 let slowest_ms = times.slowest_ms();
                 let i = self.trials.len();

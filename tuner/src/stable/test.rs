@@ -54,3 +54,23 @@ fn times_are_per_stage_medians_without_outliers() {
     assert!((t.stage_ms[0] - 1.025).abs() < 1e-12, "{:?}", t.stage_ms);
     assert_eq!(t.stage_ms[1], 10.0);
 }
+
+#[test]
+fn a_hopeless_trial_stops_after_two_samples_and_a_close_one_does_not() {
+    let rule = Stability::default();
+    let mut hopeless = Samples::new(1).with_bound(Some(10.0));
+    hopeless.push(&[14.0]);
+    assert!(
+        !hopeless.settled(&rule),
+        "one sample is not enough to give up"
+    );
+    hopeless.push(&[13.5]);
+    assert!(hopeless.settled(&rule), "13.75 is more than 30% above 10");
+    let mut close = Samples::new(1).with_bound(Some(10.0));
+    close.push(&[12.5]);
+    close.push(&[12.9]);
+    assert!(
+        !close.settled(&rule),
+        "12.7 is within 30% of 10: measure on"
+    );
+}
