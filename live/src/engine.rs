@@ -337,7 +337,9 @@ impl<'rt> Engine<'rt> {
                         frame: server.delivered(),
                         what: What::Dismissed { now_ms },
                     });
-                    expected = None; // a fresh reference from the next window
+                    // The next window is checked against the old reference: a real change
+                    // that came just after the dismissing trial is still caught.
+                    expected = change.map(|c| StageTimes::new(c.reference_ms));
                     continue;
                 }
                 Retune::Found(found) => found,

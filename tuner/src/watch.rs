@@ -60,6 +60,8 @@ pub struct Change {
     pub now_ms: f64,
     /// The window's medians of every stage, ms.
     pub window_ms: Vec<f64>,
+    /// What every stage was expected to take (reference or trial), ms.
+    pub reference_ms: Vec<f64>,
 }
 
 impl std::fmt::Display for Change {
@@ -186,6 +188,7 @@ impl Watch {
             was_ms: was[stage],
             now_ms: now[stage],
             window_ms: now.to_vec(),
+            reference_ms: was.to_vec(),
         })
     }
 }

@@ -102,6 +102,7 @@ fn report() -> Report {
                     was_ms: 9.0,
                     now_ms: 18.0,
                     window_ms: vec![12.0, 18.0],
+                    reference_ms: vec![12.0, 9.0],
                 },
             },
         },
