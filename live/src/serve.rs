@@ -351,8 +351,6 @@ pub(crate) struct ServedMeasure<'s, 'a> {
     rule: Stability,
     /// Each worker's busy time per frame in the last trial, ms.
     pub per_worker_ms: Vec<f64>,
-    /// Frames the trials served.
-    pub frames: u64,
     /// The search's best slowest-stage time so far, to race against.
     best_ms: Option<f64>,
 }
@@ -368,7 +366,6 @@ impl<'s, 'a> ServedMeasure<'s, 'a> {
             server,
             rule,
             per_worker_ms: Vec::new(),
-            frames: 0,
             best_ms: None,
         }
     }
@@ -388,7 +385,6 @@ impl Measure for ServedMeasure<'_, '_> {
             .map_err(|e| MeasureError::Failed {
                 reason: format!("{config}: {e}"),
             })?;
-        self.frames += segment.frames;
         let Gate::Trial(samples, _) = segment.gate else {
             unreachable!("a trial segment keeps its gate")
         };

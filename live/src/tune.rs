@@ -174,16 +174,7 @@ impl TuneOptions {
 
     /// When a trial has samples enough: 3 to `reps`, stable within `tolerance`.
     pub fn stability(&self) -> Stability {
-        let reps = self.reps.max(1);
-        if self.tolerance > 0.0 {
-            Stability {
-                min: reps.min(3),
-                max: reps,
-                tolerance: self.tolerance,
-            }
-        } else {
-            Stability::fixed(reps)
-        }
+        Stability::up_to(self.reps, self.tolerance)
     }
 
     fn space(&self, rt: &Runtime, model: &Model) -> SearchSpace {
@@ -296,8 +287,13 @@ fn with_measure(
             let inner = ServedMeasure::new(&mut server, options.stability());
             f(&mut Observed { inner, on_trial })
         }
-        MeasureKind::Isolated | MeasureKind::Pipelined => {
-            let inner = live_measure(rt, model, options)?;
+        MeasureKind::Isolated => {
+            let inner = live_measure(rt, model, options, LiveMode::Isolated)?;
+            f(&mut Observed { inner, on_trial })
+        }
+        MeasureKind::Pipelined => {
+            let mode = LiveMode::Pipelined { frames: 4 };
+            let inner = live_measure(rt, model, options, mode)?;
             f(&mut Observed { inner, on_trial })
         }
     }
@@ -308,11 +304,8 @@ fn live_measure<'a>(
     rt: &'a Runtime,
     model: &Arc<Model>,
     options: &TuneOptions,
+    mode: LiveMode,
 ) -> Result<Robust<LiveMeasure<'a>>, LiveError> {
-    let mode = match options.measure {
-        MeasureKind::Isolated | MeasureKind::Live => LiveMode::Isolated,
-        MeasureKind::Pipelined => LiveMode::Pipelined { frames: 4 },
-    };
     let input = frame_input(model.input_len(), options.seed);
     let live = LiveMeasure::new(rt, model.clone(), input, mode)?;
     Ok(Robust::new(

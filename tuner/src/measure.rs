@@ -234,16 +234,7 @@ impl<M: Measure> Measure for Robust<M> {
         for _ in 0..self.options.warmup {
             measure_checked(&mut self.inner, config)?;
         }
-        let reps = self.options.repetitions.max(1);
-        let rule = if self.options.tolerance > 0.0 {
-            Stability {
-                min: reps.min(3),
-                max: reps,
-                tolerance: self.options.tolerance,
-            }
-        } else {
-            Stability::fixed(reps)
-        };
+        let rule = Stability::up_to(self.options.repetitions, self.options.tolerance);
         let bound = self.best_ms.take().filter(|_| self.options.tolerance > 0.0);
         let mut samples = Samples::new(config.stage_count()).with_bound(bound);
         while !samples.settled(&rule) {

@@ -48,6 +48,28 @@ impl Default for Stability {
 }
 
 impl Stability {
+    /// Up to `reps` samples (at least 1), stopping once stable within `tolerance` after
+    /// 3 (fewer if `reps` is smaller); a `tolerance` of 0 takes all `reps`.
+    ///
+    /// ```
+    /// use taopipe_tuner::Stability;
+    ///
+    /// assert_eq!(Stability::up_to(7, 0.05), Stability { min: 3, max: 7, tolerance: 0.05 });
+    /// assert_eq!(Stability::up_to(5, 0.0), Stability::fixed(5));
+    /// ```
+    pub fn up_to(reps: usize, tolerance: f64) -> Self {
+        let reps = reps.max(1);
+        if tolerance > 0.0 {
+            Stability {
+                min: reps.min(3),
+                max: reps,
+                tolerance,
+            }
+        } else {
+            Stability::fixed(reps)
+        }
+    }
+
     /// Exactly `n` samples (no early stop).
     pub fn fixed(n: usize) -> Self {
         Stability {
