@@ -15,10 +15,13 @@
 //! search's best (racing, [`Samples::with_bound`]), so a trial costs the frames it needs
 //! and no more; those frames are served like any other. A trial measures the pipeline **full**,
 //! as it runs when it serves (stages side by side compete for caches and memory
-//! bandwidth): with `p` stages, the first `p − 1` frames (the pipeline filling) are not
-//! sampled, and `p − 1` frames are always admitted beyond the last one sampled, so every
-//! sampled frame's stages ran beside their neighbours' work. No other warm-up: the frame
-//! pool and the stage graphs are prepared before a segment starts.
+//! bandwidth). A sample is one *beat* of the pipeline: with `p` stages, sample `k` is
+//! stage `s`'s time on frame `k + p − 1 − s`, the frames the stages hold at the same
+//! moment, so every sampled stage time ran beside its neighbours' work, and `n` samples
+//! cost `n + p − 1` frames. (Sampling whole frames instead, the first `p − 1` frames
+//! fill the pipeline unsampled and `p − 1` more must follow the last one sampled:
+//! `n + 2(p − 1)` frames.) No other warm-up: the frame pool and the stage graphs are
+//! prepared before a segment starts.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,8 +74,10 @@ struct State {
     rows: Vec<Vec<f64>>,
     allowed: u64,
     admitted: u64,
-    /// Frames at the front that a trial does not sample (the pipeline filling).
-    skip: u64,
+    /// Frames each stage has finished (each stage takes frames in order).
+    finished: Vec<u64>,
+    /// A trial's beats pushed to its samples so far (module docs).
+    beats: u64,
     done: bool,
     change: Option<Change>,
     forced: bool,
@@ -83,7 +88,8 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Stage `stage` finished frame `seq` in `took`; after the last stage, the gate decides.
+    /// Stage `stage` finished frame `seq` in `took`. A trial's gate decides on each beat
+    /// that completes, the watch's on each frame that leaves the last stage.
     fn observe(&self, stage: usize, stages: usize, seq: u64, took: Duration, retune: &AtomicBool) {
         let mut st = self.lock();
         let seq = seq as usize;
@@ -91,32 +97,52 @@ impl Shared {
             st.rows.resize_with(seq + 1, || vec![0.0; stages]);
         }
         st.rows[seq][stage] = took.as_secs_f64() * 1e3;
-        if stage + 1 < stages {
-            return;
-        }
-        let row = st.rows[seq].clone();
-        let filling = (seq as u64) < st.skip;
-        let State { gate, .. } = &mut *st;
+        st.finished[stage] += 1;
+        let State {
+            gate,
+            rows,
+            finished,
+            beats,
+            allowed,
+            change,
+            ..
+        } = &mut *st;
+        let mut stop = false;
         match gate {
-            Gate::Trial(..) if filling => {}
             Gate::Trial(samples, rule) => {
-                samples.push(&row);
-                if samples.settled(rule) {
-                    st.done = true;
-                } else {
-                    st.allowed += 1;
+                // Beat `k` is complete once stage `s` finished frame `k + p − 1 − s`.
+                let complete = (0..stages)
+                    .map(|s| finished[s].saturating_sub((stages - 1 - s) as u64))
+                    .min()
+                    .unwrap_or(0);
+                while *beats < complete && !stop {
+                    let k = *beats as usize;
+                    let beat: Vec<f64> = (0..stages).map(|s| rows[k + stages - 1 - s][s]).collect();
+                    samples.push(&beat);
+                    *beats += 1;
+                    if samples.settled(rule) {
+                        stop = true;
+                    } else {
+                        *allowed += 1;
+                    }
                 }
             }
-            Gate::Watch(watch) => {
-                if let Some(change) = watch.observe(&row) {
-                    st.change = Some(change);
-                    st.done = true;
+            Gate::Watch(watch) if stage + 1 == stages => {
+                if let Some(seen) = watch.observe(&rows[seq]) {
+                    *change = Some(seen);
+                    stop = true;
                 }
             }
-            Gate::Serve => {}
+            Gate::Watch(_) | Gate::Serve => {}
         }
-        if !matches!(st.gate, Gate::Trial(..)) && retune.swap(false, Ordering::AcqRel) {
+        if stage + 1 == stages
+            && !matches!(st.gate, Gate::Trial(..))
+            && retune.swap(false, Ordering::AcqRel)
+        {
             st.forced = true;
+            stop = true;
+        }
+        if stop {
             st.done = true;
         }
         self.wake.notify_all();
@@ -195,11 +221,10 @@ impl<'a> Server<'a> {
     ) -> Result<Segment, LiveError> {
         let trial = matches!(gate, Gate::Trial(..));
         let stages = config.stage_count();
-        let fill = stages as u64 - 1; // frames filling the pipeline, and kept beyond
-        let allowed = match &gate {
-            Gate::Trial(_, rule) => rule.min.max(1) as u64 + 2 * fill,
-            _ => u64::MAX,
-        };
+        // A trial admits the frames of its first beat; each beat that does not settle it
+        // admits one more, so the pipeline stays full and `n` samples cost `n + p − 1`
+        // frames (module docs).
+        let allowed = if trial { stages as u64 } else { u64::MAX };
         let index = match self.configurations.iter().position(|c| c == config) {
             Some(i) => i,
             None => {
@@ -213,7 +238,8 @@ impl<'a> Server<'a> {
                 rows: Vec::new(),
                 allowed,
                 admitted: 0,
-                skip: if trial { fill } else { 0 },
+                finished: vec![0; stages],
+                beats: 0,
                 done: false,
                 change: None,
                 forced: false,
@@ -402,3 +428,6 @@ impl Measure for ServedMeasure<'_, '_> {
         Ok(samples.times(3.0))
     }
 }
+
+#[cfg(test)]
+mod test;

@@ -20,7 +20,7 @@ use taopipe_runtime::Runtime;
 use taopipe_tuner::{
     Configuration, Exhaustive, Measure, MeasureError, PipeSearch, PlacePolicy, RandomWalk, Robust,
     RobustOptions, SearchError, SearchResult, SearchSpace, Stability, StageTimes, StopReason,
-    WatchOptions, pipe_search_without_hints,
+    WatchOptions, confirm, pipe_search_without_hints,
 };
 
 use crate::LiveError;
@@ -241,7 +241,9 @@ pub fn tune(
             SeedKind::Speed => Seeds::from_net(model.spec(), c)?.with_key(speed_key(rt)),
         };
         let found = run_search(rt, model, options, &seeds, measure)?;
-        Ok(found.with_prior(one, one_times, took))
+        // Near-ties are measured again, as after a re-tune: a lucky trial must not
+        // decide alone what is served (`taopipe_tuner::confirm`).
+        Ok(confirm(found.with_prior(one, one_times, took), measure)?)
     })
 }
 

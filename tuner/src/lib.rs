@@ -46,7 +46,7 @@ pub use measure::{
 };
 pub use pipe_search::PipeSearch;
 pub use report::{BestRecord, Report};
-pub use retune::{CONFIRM_MARGIN, CONFIRM_MAX, WarmStart, retune};
+pub use retune::{CONFIRM_MAX, WarmStart, confirm, retune};
 pub use simulated::{
     POWERSAVE_SPEED, PRESET_EFFICIENCY, PRESET_PENALTY, SimulatedPlatform, Tx2Governor,
 };
