@@ -466,6 +466,7 @@ fn phase_style(phase: Phase) -> (RGBColor, &'static str) {
         Phase::Focus => (RGBColor(214, 39, 40), "focus"),
         Phase::Exhaustive => (RGBColor(140, 86, 75), "exhaustive"),
         Phase::Random => (RGBColor(170, 170, 30), "random"),
+        Phase::Confirm => (RGBColor(148, 103, 189), "confirm"),
     }
 }
 

@@ -20,14 +20,14 @@
 //! measured again in turn; a real winner costs one extra trial. The engine serves the
 //! configuration with the fastest latest measurement, so it never serves something
 //! slower than what it last measured of another configuration. The extra trials are logged
-//! with the phase of their first measurement.
+//! as [`Phase::Confirm`], with the rank of their first measurement.
 
 use std::time::Instant;
 
 use taopipe_dsl::Seeds;
 
 use crate::{
-    Configuration, Measure, PipeSearch, SearchError, SearchResult, StageTimes, speed_key,
+    Configuration, Measure, Phase, PipeSearch, SearchError, SearchResult, StageTimes, speed_key,
     worker_speeds,
 };
 
@@ -173,6 +173,7 @@ pub fn confirm<M: Measure + ?Sized>(
         found.trials.push(crate::Trial {
             stage_ms: again.stage_ms.clone(),
             slowest_ms: again.slowest_ms(),
+            phase: Phase::Confirm,
             ..first
         });
         latest[i].1 = again;

@@ -34,6 +34,9 @@ pub enum Phase {
     /// A re-tune's starting point: the configuration that was serving, timed on the live
     /// frames that showed the change (not measured again; [`PipeSearch::run_warm`](crate::PipeSearch::run_warm)).
     Current,
+    /// A second measurement of a configuration already measured, confirming a search's
+    /// winner ([`confirm`](crate::confirm)); the trial keeps its first measurement's rank.
+    Confirm,
 }
 
 /// One measured configuration.
