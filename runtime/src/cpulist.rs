@@ -7,6 +7,8 @@
 use std::collections::HashSet;
 use std::ops::RangeInclusive;
 
+use crate::excerpt::excerpt;
+
 /// Largest CPU id accepted. Linux's `NR_CPUS` tops out at 8192; the guard
 /// stops a typo like `0-4000000000` from expanding into billions of ids.
 const MAX_CPU_ID: usize = 65_535;
@@ -16,7 +18,8 @@ const MAX_CPU_ID: usize = 65_535;
 /// Surrounding whitespace is ignored (sysfs files end in a newline) and an
 /// empty string is an empty list, as the kernel writes it. Garbage, empty
 /// entries, descending ranges (`"5-3"`) and repeated CPUs are rejected with a
-/// message naming the offending entry, so a bad `--cpus` flag is easy to fix.
+/// message naming the offending entry, so a bad `--cpus` flag is easy to fix (a long
+/// entry is quoted shortened).
 ///
 /// # Examples
 ///
@@ -36,11 +39,11 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for token in s.split(',').map(str::trim) {
         if token.is_empty() {
-            return Err(format!("empty entry in `{s}`"));
+            return Err(format!("empty entry in `{}`", excerpt(s)));
         }
         for cpu in parse_cpu_token(token)? {
             if !seen.insert(cpu) {
-                return Err(format!("cpu {cpu} listed twice (in `{token}`)"));
+                return Err(format!("cpu {cpu} listed twice (in `{}`)", excerpt(token)));
             }
             cpus.push(cpu);
         }
@@ -98,17 +101,19 @@ pub(crate) fn parse_cpu_token(token: &str) -> Result<RangeInclusive<usize>, Stri
         }
     };
     if low > high {
-        return Err(format!("`{token}` is a descending range"));
+        return Err(format!("`{}` is a descending range", excerpt(token)));
     }
     Ok(low..=high)
 }
 
 /// Parses a bare CPU id; `token` is the whole entry, for the message.
 fn parse_cpu_id(digits: &str, token: &str) -> Result<usize, String> {
-    let cpu = parse_decimal(digits).ok_or_else(|| format!("`{token}` is not a CPU id or range"))?;
+    let cpu = parse_decimal(digits)
+        .ok_or_else(|| format!("`{}` is not a CPU id or range", excerpt(token)))?;
     if cpu > MAX_CPU_ID {
         return Err(format!(
-            "`{token}`: cpu {cpu} is above the limit of {MAX_CPU_ID}"
+            "`{}`: cpu {cpu} is above the limit of {MAX_CPU_ID}",
+            excerpt(token)
         ));
     }
     Ok(cpu)
@@ -159,6 +164,38 @@ mod tests {
             let err = parse_cpu_list(input).expect_err(input);
             assert!(err.contains(token), "{input:?}: {err}");
         }
+    }
+
+    #[test]
+    fn cpulist_errors_quote_long_entries_shortened() {
+        let long = "7".repeat(1_000_000);
+        for input in [
+            long.clone(),
+            format!("0-{long}"),
+            format!("{long}-x"),
+            format!("1,,{long}"),
+        ] {
+            let err = parse_cpu_list(&input).expect_err("bad list");
+            assert!(err.len() < 200, "{} bytes: {err:.200}", err.len());
+            assert!(err.contains("bytes in all"), "{err}");
+        }
+    }
+
+    #[test]
+    fn cpulist_huge_ids_and_ranges_are_errors_not_panics() {
+        for input in [
+            "0-18446744073709551615",
+            "18446744073709551615",
+            "0-18446744073709551616",
+            "18446744073709551615-0",
+            "0-65536",
+        ] {
+            let err = parse_cpu_list(input).expect_err(input);
+            assert!(err.contains(input), "{input:?}: {err}");
+        }
+        // The largest range allowed expands, once.
+        assert_eq!(parse_cpu_list("0-65535").map(|v| v.len()), Ok(65_536));
+        assert!(parse_cpu_list("0-65535,0-65535").is_err());
     }
 
     #[test]

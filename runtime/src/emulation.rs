@@ -14,8 +14,11 @@
 //!
 //! # Spec grammar
 //! `SPEC := ITEM (',' ITEM)*`, `ITEM := [TARGET '='] SPEED | 'table1:' N`,
-//! `TARGET := 'c'CLUSTER | 'w'WORKER | 'all'`, `SPEED := 'performance' | 'powersave' | FACTOR`.
-//! Items without a target apply to clusters 0, 1, … in order. `table1:N` is setting `N` of
+//! `TARGET := 'c'CLUSTER | 'w'WORKER | 'all'`, `SPEED := 'performance' | 'powersave' | FACTOR`
+//! with `FACTOR` in [[`MIN_SPEED`], 1]. Items without a target apply to clusters 0, 1, … in
+//! order. Items apply in order, so a later one overrides an earlier one where they overlap
+//! (`all=0.5,w1=1`), but a spec names each target once: `w0=0.5,w0=0.3` is a mistake, not an
+//! override. `table1:N` is setting `N` of
 //! Table 1 with cluster 0 as the A57 cluster and cluster 1 as the Denver cluster; on a
 //! machine with a single cluster, its first half of workers plays the A57 cluster and the
 //! second half the Denver cluster.
@@ -31,11 +34,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::excerpt::excerpt;
 use crate::topology::Topology;
 
 mod schedule;
@@ -46,9 +51,14 @@ pub use schedule::{EmulationSchedule, ScheduleError, Step};
 pub const POWERSAVE: f64 = 0.5;
 /// Speed factor of the `performance` preset.
 pub const PERFORMANCE: f64 = 1.0;
+/// The slowest speed factor accepted: a core a thousand times slower than the machine's.
+/// Slower is no core anyone runs (the paper's slowest setting is 0.17), a part of 10 ms
+/// already stalls for 10 s at this speed, and a factor near 0 makes the stall `d·(1/s − 1)`
+/// too long for any wait, or for a [`Duration`], to hold.
+pub const MIN_SPEED: f64 = 1e-3;
 
 /// Which workers an emulation item slows down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {
     /// Every worker of a cluster.
     Cluster(usize),
@@ -72,20 +82,24 @@ pub struct EmulationSpec {
 /// A spec that does not parse, or does not fit the runtime.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EmulationError {
-    /// A token that is neither a preset nor a number.
+    /// A token that is neither a preset nor a number (shortened if long).
     #[error(
-        "emulation spec item `{0}`: expected `performance`, `powersave` or a speed factor in (0, 1]"
+        "emulation spec item `{0}`: expected `performance`, `powersave` or a speed factor in [{min}, 1]",
+        min = MIN_SPEED
     )]
     BadSpeed(String),
-    /// A factor outside (0, 1].
-    #[error("emulation speed {0} is out of range: it must be in (0, 1]")]
+    /// A factor outside [[`MIN_SPEED`], 1] (written in exponent form when tiny).
+    #[error("emulation speed {0:?} is out of range: it must be in [{min}, 1]", min = MIN_SPEED)]
     OutOfRange(f64),
-    /// A target that is not `cN`, `wN` or `all`.
+    /// A target that is not `cN`, `wN` or `all` (shortened if long).
     #[error("emulation target `{0}`: expected `cN` (cluster), `wN` (worker) or `all`")]
     BadTarget(String),
-    /// `table1:N` with N outside 1..=4.
+    /// `table1:N` with N outside 1..=4 (shortened if long).
     #[error("`table1:{0}`: Table 1 has governor settings 1 to 4")]
     BadTable1(String),
+    /// A target named twice in one spec: the later item would silently override the first.
+    #[error("emulation spec names {0} twice; give each worker or cluster one speed")]
+    Repeated(Target),
     /// A cluster the topology does not have.
     #[error("emulation names cluster {cluster}, but there are {clusters} cluster(s)")]
     NoSuchCluster {
@@ -180,8 +194,13 @@ impl EmulationSpec {
     }
 }
 
+/// Whether `speed` is a factor the runtime emulates: in [[`MIN_SPEED`], 1], not NaN.
+pub(crate) fn valid_speed(speed: f64) -> bool {
+    (MIN_SPEED..=PERFORMANCE).contains(&speed)
+}
+
 fn check_speed(speed: f64) -> Result<f64, EmulationError> {
-    if speed > 0.0 && speed <= 1.0 {
+    if valid_speed(speed) {
         Ok(speed)
     } else {
         Err(EmulationError::OutOfRange(speed))
@@ -195,13 +214,13 @@ fn parse_speed(token: &str) -> Result<f64, EmulationError> {
         _ => check_speed(
             token
                 .parse::<f64>()
-                .map_err(|_| EmulationError::BadSpeed(token.to_string()))?,
+                .map_err(|_| EmulationError::BadSpeed(excerpt(token)))?,
         ),
     }
 }
 
 fn parse_target(token: &str) -> Result<Target, EmulationError> {
-    let bad = || EmulationError::BadTarget(token.to_string());
+    let bad = || EmulationError::BadTarget(excerpt(token));
     if token == "all" {
         return Ok(Target::All);
     }
@@ -224,7 +243,7 @@ impl FromStr for EmulationSpec {
             if let Some(n) = item.strip_prefix("table1:") {
                 let n = n
                     .parse::<u8>()
-                    .map_err(|_| EmulationError::BadTable1(n.to_string()))?;
+                    .map_err(|_| EmulationError::BadTable1(excerpt(n)))?;
                 items.extend(EmulationSpec::table1(n)?.items);
             } else if let Some((target, speed)) = item.split_once('=') {
                 items.push((parse_target(target.trim())?, parse_speed(speed.trim())?));
@@ -236,10 +255,28 @@ impl FromStr for EmulationSpec {
         if items.is_empty() {
             return Err(EmulationError::Empty);
         }
+        let mut named = HashSet::with_capacity(items.len());
+        if let Some(&(target, _)) = items.iter().find(|&&(target, _)| !named.insert(target)) {
+            return Err(EmulationError::Repeated(target));
+        }
         Ok(EmulationSpec {
             items,
             text: spec.trim().to_string(),
         })
+    }
+}
+
+impl fmt::Display for Target {
+    /// As a spec writes it (`c1`, `w3`, `all`); Table 1's clusters by name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Cluster(c) => write!(f, "c{c}"),
+            Target::Worker(w) => write!(f, "w{w}"),
+            Target::All => f.write_str("all"),
+            Target::Table1Cluster(0) => f.write_str("Table 1's A57 cluster"),
+            Target::Table1Cluster(1) => f.write_str("Table 1's Denver cluster"),
+            Target::Table1Cluster(half) => write!(f, "Table 1's cluster {half}"),
+        }
     }
 }
 
@@ -286,16 +323,32 @@ impl Speeds {
         if speed >= 1.0 {
             return false;
         }
-        busy_wait(ran.mul_f64(1.0 / speed - 1.0));
+        busy_wait(stall_for(ran, speed));
         true
     }
+}
+
+/// How much longer than `ran` a core of `speed` takes: `ran·(1/speed − 1)`. Saturates at
+/// [`Duration::MAX`] (and gives zero for a speed that is not below 1) instead of panicking
+/// as `Duration::mul_f64` does: it runs on a worker, around a task. Speeds are checked
+/// against [`MIN_SPEED`] before they get here, so it saturates only for absurd `ran`.
+fn stall_for(ran: Duration, speed: f64) -> Duration {
+    let seconds = ran.as_secs_f64() * (1.0 / speed - 1.0);
+    if seconds.is_nan() || seconds <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
 }
 
 /// Sleeps for most of a long wait (the OS wakes us a little late), then spins to the end.
 #[cold]
 fn busy_wait(extra: Duration) {
     const SLEEP_SLACK: Duration = Duration::from_micros(200);
-    let deadline = Instant::now() + extra;
+    let Some(deadline) = Instant::now().checked_add(extra) else {
+        // Past what `Instant` can hold: there is no end to spin to.
+        std::thread::sleep(extra);
+        return;
+    };
     if extra > SLEEP_SLACK * 5 {
         std::thread::sleep(extra - SLEEP_SLACK);
     }

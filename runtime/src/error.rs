@@ -17,6 +17,25 @@ pub enum RuntimeError {
         /// The panic payload, when it was a string.
         message: String,
     },
+    /// The runtime's own code around a task (placing it, its emulated stall, recording its
+    /// time) panicked; the rest of the graph was cancelled. A bug in the runtime, reported
+    /// like a task's panic so that whoever waits gets an error rather than a hang.
+    #[error(
+        "the runtime panicked on worker {worker} while {during} task `{task}` (#{index}): {message}"
+    )]
+    RuntimePanicked {
+        /// The task's type name.
+        task: String,
+        /// The task's index in its graph.
+        index: usize,
+        /// The worker that panicked first.
+        worker: usize,
+        /// What the runtime was doing: `placing`, `stalling (emulated speed) after`,
+        /// `recording the time of`.
+        during: String,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
     /// The runtime shut down before the graph finished.
     #[error(
         "the runtime shut down before this graph finished ({unfinished_sinks} of its final tasks never ran)"
@@ -88,8 +107,9 @@ pub enum RuntimeError {
         /// Tasks in the graph.
         tasks: usize,
     },
-    /// A speed factor outside (0, 1].
-    #[error("speed factor {0} is out of range: it must be in (0, 1]")]
+    /// A speed factor outside [[`MIN_SPEED`](crate::MIN_SPEED), 1] (written in exponent
+    /// form when tiny).
+    #[error("speed factor {0:?} is out of range: it must be in [{min}, 1]", min = crate::MIN_SPEED)]
     BadSpeed(f64),
     /// A cluster index the topology does not have.
     #[error("cluster {cluster} does not exist: this runtime has {clusters} cluster(s)")]

@@ -33,6 +33,7 @@
 mod cpulist;
 mod emulation;
 mod error;
+mod excerpt;
 mod gang;
 mod graph;
 mod latency;
@@ -55,8 +56,8 @@ struct ReadmeExamples;
 
 pub use crate::cpulist::{format_cpu_list, parse_cpu_list};
 pub use crate::emulation::{
-    EmulationError, EmulationSchedule, EmulationSpec, PERFORMANCE, POWERSAVE, ScheduleError, Step,
-    Target,
+    EmulationError, EmulationSchedule, EmulationSpec, MIN_SPEED, PERFORMANCE, POWERSAVE,
+    ScheduleError, Step, Target,
 };
 pub use crate::error::RuntimeError;
 pub use crate::graph::{GraphHandle, TaskGraph, TaskId};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crossbeam_deque::Worker;
 use crossbeam_utils::sync::Parker;
 
-use crate::emulation::{EmulationError, EmulationSpec};
+use crate::emulation::{EmulationError, EmulationSpec, valid_speed};
 use crate::error::RuntimeError;
 use crate::graph::{GraphHandle, TaskGraph};
 use crate::place::Place;
@@ -271,8 +271,11 @@ impl Runtime {
     }
 
     /// Sets one cluster's speed factor, leaving the others as they are.
+    ///
+    /// # Errors
+    /// A speed outside [[`MIN_SPEED`](crate::MIN_SPEED), 1], or a cluster that does not exist.
     pub fn set_cluster_speed(&self, cluster: usize, speed: f64) -> Result<(), RuntimeError> {
-        if !(speed > 0.0 && speed <= 1.0) {
+        if !valid_speed(speed) {
             return Err(RuntimeError::BadSpeed(speed));
         }
         let clusters = self.registry.topology.clusters();
@@ -338,9 +341,13 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         self.registry.terminate();
         for t in self.threads.drain(..) {
-            // A worker never panics outside task bodies, which are caught.
+            // A worker's panics, in task bodies and in the runtime's steps around them,
+            // are caught and fail their graph (`Registry::guarded`).
             let _ = t.join();
         }
         self.registry.abandon_live_graphs();
     }
 }
+
+#[cfg(test)]
+mod test;

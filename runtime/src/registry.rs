@@ -19,6 +19,12 @@
 //! The rank that finishes a task last records its time in the trace table and the stats
 //! and releases the successors onto its own ready deque.
 //!
+//! A panic on a worker, in a task's body or in the runtime's own steps around it (placing
+//! it, the emulated stall, recording its time: [`Step`]), is caught where it happens
+//! ([`Registry::guarded`]) and fails the task's graph; the worker then completes the task
+//! as usual, so the graph drains and its waiter gets the error. A worker thread that died
+//! instead would leave every graph needing it waiting forever.
+//!
 //! Nothing on this path allocates once the queues have grown: a gang is a [`GangRef`]
 //! (graph, task, place) whose bookkeeping lives in the graph's [`GangSlot`](crate::gang::GangSlot),
 //! the queue locks are held by recursion instead of in a vector of guards, and roots are
@@ -26,7 +32,6 @@
 //! allocator.
 
 use std::collections::VecDeque;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -40,7 +45,7 @@ use rand::rngs::StdRng;
 
 use crate::emulation::Speeds;
 use crate::error::RuntimeError;
-use crate::gang::{GangRef, GangSync};
+use crate::gang::GangRef;
 use crate::graph::{GraphState, Key, Retired};
 use crate::place::Place;
 use crate::ptt::{PlacePolicy, TraceTable};
@@ -48,6 +53,10 @@ use crate::sleep::Sleep;
 use crate::stats::StatsCollector;
 use crate::task::{Placement, Task, TaskCtx};
 use crate::topology::Topology;
+
+mod guard;
+
+pub(crate) use guard::Step;
 
 /// The dispatcher index of a thread that is not a worker (nothing to skip when waking).
 const NOT_A_WORKER: usize = usize::MAX;
@@ -91,6 +100,9 @@ pub(crate) struct Registry {
     retired: Retired,
     /// `0..n`, for waking any worker.
     everyone: Box<[usize]>,
+    /// Test hook: the step of the runtime's own that panics, standing in for a bug there.
+    #[cfg(test)]
+    pub(crate) fault: Mutex<Option<Step>>,
 }
 
 impl Registry {
@@ -127,6 +139,20 @@ impl Registry {
             retired: Retired::default(),
             everyone: (0..n).collect(),
             topology,
+            #[cfg(test)]
+            fault: Mutex::new(None),
+        }
+    }
+
+    /// The place a ready task runs on when `worker` dispatches it (see [`Placement`]).
+    fn resolve(&self, graph: &GraphState, node: usize, worker: usize, rng: &mut StdRng) -> Place {
+        match graph.tasks[node].placement {
+            Placement::Fixed(place) => place,
+            Placement::Width(w) => self.place_of_width[w][worker].unwrap_or(Place::new(worker, 1)),
+            Placement::Auto => {
+                let policy = *self.policy.lock();
+                self.ptt.choose(&graph.key(node).row, worker, policy, rng)
+            }
         }
     }
 
@@ -484,11 +510,17 @@ impl WorkerThread {
             self.complete(graph, node);
             return;
         }
-        let place = self.resolve(&graph, node);
+        let (registry, rng, worker) = (&*self.registry, &mut self.rng, self.index);
+        let Some(place) = registry.guarded(&graph, node, worker, Some(Step::Place), || {
+            registry.resolve(&graph, node, worker, rng)
+        }) else {
+            self.complete(graph, node);
+            return;
+        };
         if place.width() == 1 && place.leader() == self.index {
             // A gang of one waits for nobody and shares with nobody: its slot is never
             // touched, so it needs no arming.
-            let took = self.run_part(&graph, node, place, &graph.gang(node).sync);
+            let took = self.run_part(&graph, node, place);
             self.finish(graph, node, place, took);
             return;
         }
@@ -497,76 +529,55 @@ impl WorkerThread {
             .enqueue_gang(GangRef { graph, node, place }, self.index);
     }
 
-    /// The place a ready task runs on (see [`Placement`]).
-    fn resolve(&mut self, graph: &GraphState, node: usize) -> Place {
-        let registry = &*self.registry;
-        match graph.tasks[node].placement {
-            Placement::Fixed(place) => place,
-            Placement::Width(w) => {
-                registry.place_of_width[w][self.index].unwrap_or(Place::new(self.index, 1))
-            }
-            Placement::Auto => {
-                let policy = *registry.policy.lock();
-                registry
-                    .ptt
-                    .choose(&graph.key(node).row, self.index, policy, &mut self.rng)
-            }
-        }
-    }
-
     /// Runs this worker's rank of a gang; the last rank to finish completes the task.
     fn run_rank(&mut self, gang: GangRef) {
         let GangRef { graph, node, place } = gang;
         let slot = graph.gang(node);
-        let took = self.run_part(&graph, node, place, &slot.sync);
+        let took = self.run_part(&graph, node, place);
         match slot.rank_done(took) {
             Some(slowest) => self.finish(graph, node, place, slowest),
             None => self.left = Some((graph, node)),
         }
     }
 
-    /// Calls the task body for this worker's rank, catching a panic, then stalls as the
-    /// emulated speed says. Returns the rank's time.
-    fn run_part(&self, graph: &GraphState, node: usize, place: Place, sync: &GangSync) -> Duration {
+    /// Calls the task body for this worker's rank, then stalls as the emulated speed says;
+    /// a panic in either fails the graph (see [`Registry::guarded`]). Returns the rank's
+    /// time.
+    fn run_part(&self, graph: &GraphState, node: usize, place: Place) -> Duration {
+        let (registry, worker) = (&*self.registry, self.index);
         let start = quanta::Instant::now();
         if !graph.has_failed() {
             let ctx = TaskCtx {
-                rank: self.index - place.leader(),
+                rank: worker - place.leader(),
                 place,
-                worker: self.index,
-                sync,
+                worker,
+                sync: &graph.gang(node).sync,
             };
-            let task = &graph.tasks[node];
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (task.body)(&ctx))) {
-                // Record first: ranks released by the broken barrier panic too, and the
-                // error the caller sees must be this one.
-                graph.fail(RuntimeError::TaskPanicked {
-                    task: task.kind.to_string(),
-                    index: node,
-                    worker: self.index,
-                    message: panic_message(payload.as_ref()),
-                });
-                sync.abandon();
+            let body = &graph.tasks[node].body;
+            registry.guarded(graph, node, worker, None, || body(&ctx));
+        }
+        let stall = || {
+            let mut took = quanta::Instant::now().duration_since(start);
+            if registry.speeds.stall(worker, took) {
+                took = quanta::Instant::now().duration_since(start);
             }
-        }
-        let mut took = quanta::Instant::now().duration_since(start);
-        if self.registry.speeds.stall(self.index, took) {
-            took = quanta::Instant::now().duration_since(start);
-        }
-        self.registry.stats.record_part(self.index, took);
-        took
+            registry.stats.record_part(worker, took);
+            took
+        };
+        registry
+            .guarded(graph, node, worker, Some(Step::Stall), stall)
+            .unwrap_or_else(|| quanta::Instant::now().duration_since(start))
     }
 
     /// Records a finished task's time and releases its successors.
     fn finish(&mut self, graph: Arc<GraphState>, node: usize, place: Place, took: Duration) {
         if !graph.has_failed() {
+            let (registry, worker) = (&*self.registry, self.index);
             let key = graph.key(node);
-            self.registry
-                .ptt
-                .record(&key.row, place, took.as_secs_f64());
-            self.registry
-                .stats
-                .record_task(self.index, key.kind_id, took);
+            registry.guarded(&graph, node, worker, Some(Step::Record), || {
+                registry.ptt.record(&key.row, place, took.as_secs_f64());
+                registry.stats.record_task(worker, key.kind_id, took);
+            });
         }
         self.complete(graph, node);
     }
@@ -611,15 +622,5 @@ impl WorkerThread {
         registry
             .sleep
             .wake_some(&registry.steal_order[self.index], surplus.min(1));
-    }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_string()
     }
 }

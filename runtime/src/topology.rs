@@ -64,6 +64,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::cpulist::{format_cpu_list, parse_cpu_list, parse_cpu_token, parse_decimal};
+use crate::excerpt::excerpt;
 use crate::place::Place;
 
 #[cfg(test)]
@@ -158,8 +159,8 @@ pub struct Topology {
     pin: bool,
 }
 
-/// Why a topology could not be built. Each variant names the offending value;
-/// layout errors start with `origin:line:` like a compiler's.
+/// Why a topology could not be built. Each variant names the offending value (a long
+/// token or line shortened); layout errors start with `origin:line:` like a compiler's.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
     /// No CPU is both online and allowed (or the restriction was empty).
@@ -207,7 +208,7 @@ pub enum TopologyError {
         origin: String,
         /// 1-based line number.
         line: usize,
-        /// The token.
+        /// The token, shortened if long.
         token: String,
         /// The message, naming the token.
         reason: String,
@@ -270,7 +271,7 @@ pub enum TopologyError {
         origin: String,
         /// 1-based line number of the first extra line.
         line: usize,
-        /// Its text.
+        /// Its text, shortened if long.
         text: String,
         /// CPUs on the CPU line.
         expected: usize,
@@ -975,7 +976,7 @@ impl Layout {
                 return Err(TopologyError::LayoutTooManyLines {
                     origin: origin.to_owned(),
                     line,
-                    text: text.to_owned(),
+                    text: excerpt(text),
                     expected: n,
                 });
             }
@@ -1019,7 +1020,7 @@ fn parse_layout_cpus(
         let range = parse_cpu_token(token).map_err(|reason| TopologyError::LayoutToken {
             origin: origin.to_owned(),
             line,
-            token: token.to_owned(),
+            token: excerpt(token),
             reason,
         })?;
         for cpu in range {
@@ -1063,10 +1064,11 @@ fn parse_width_line(
         let width = parse_decimal(token).ok_or_else(|| TopologyError::LayoutToken {
             origin: origin.to_owned(),
             line,
-            token: token.to_owned(),
-            reason: format!("`{token}` is not a width"),
+            token: excerpt(token),
+            reason: format!("`{}` is not a width", excerpt(token)),
         })?;
-        if width == 0 || leader + width > n {
+        // `leader < n`: written as `leader + width > n`, a huge width would overflow.
+        if width == 0 || width > n - leader {
             return Err(TopologyError::LayoutWidth {
                 origin: origin.to_owned(),
                 line,

@@ -43,6 +43,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use super::{EmulationError, EmulationSpec, PERFORMANCE};
+use crate::excerpt::excerpt;
 use crate::pipeline::StopSignal;
 use crate::pool::Runtime;
 use crate::topology::Topology;
@@ -74,7 +75,8 @@ pub struct Step {
     pub spec: Option<EmulationSpec>,
 }
 
-/// A schedule that does not parse, or does not fit the runtime.
+/// A schedule that does not parse, or does not fit the runtime. What it quotes of the
+/// schedule is shortened when long.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScheduleError {
     /// A time that is not a finite number ≥ 0 followed by `s` or `ms`.
@@ -121,7 +123,7 @@ impl EmulationSchedule {
             if let Some(spec) = &step.spec {
                 spec.resolve(topology)
                     .map_err(|error| ScheduleError::BadSpec {
-                        step: step.to_string(),
+                        step: excerpt(&step.to_string()),
                         error,
                     })?;
             }
@@ -180,7 +182,7 @@ fn is_time_head(head: &str) -> bool {
 
 /// `20s`, `1.5s`, `1500ms` → the duration.
 fn parse_time(text: &str) -> Result<Duration, ScheduleError> {
-    let bad = || ScheduleError::BadTime(text.to_string());
+    let bad = || ScheduleError::BadTime(excerpt(text));
     let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
         (ms, 1e-3)
     } else if let Some(s) = text.strip_suffix('s') {
@@ -210,15 +212,15 @@ impl FromStr for EmulationSchedule {
                         && at <= before
                     {
                         return Err(ScheduleError::NotIncreasing {
-                            earlier: earlier.to_string(),
-                            later: time.to_string(),
+                            earlier: excerpt(earlier),
+                            later: excerpt(time),
                         });
                     }
                     parsed.push((time, at, vec![spec.trim()]));
                 }
                 _ => match parsed.last_mut() {
                     Some((_, _, spec)) => spec.push(token),
-                    None => return Err(ScheduleError::NotAStep(token.to_string())),
+                    None => return Err(ScheduleError::NotAStep(excerpt(token))),
                 },
             }
         }
@@ -233,7 +235,7 @@ impl FromStr for EmulationSchedule {
                     "none" => None,
                     _ => Some(spec.parse::<EmulationSpec>().map_err(|error| {
                         ScheduleError::BadSpec {
-                            step: format!("{time}:{spec}"),
+                            step: excerpt(&format!("{time}:{spec}")),
                             error,
                         }
                     })?),

@@ -121,3 +121,104 @@ fn stall_waits_in_proportion_to_the_slowdown() {
     // Half speed: 20 ms of work costs 20 ms more. A lower bound only: waiting can run long.
     assert!(start.elapsed() >= Duration::from_millis(20));
 }
+
+#[test]
+fn speeds_too_small_to_emulate_are_rejected_naming_the_value() {
+    // `c0=1e-30` used to parse, then panic a worker in its stall ("cannot convert float
+    // seconds to Duration") and hang the run.
+    for (spec, shown) in [
+        ("c0=1e-30", "1e-30"),
+        ("w1=1e-300", "1e-300"),
+        ("w0=0.0009", "0.0009"),
+        ("w0=5e-324", "5e-324"),
+        ("all=NaN", "NaN"),
+        ("all=inf", "inf"),
+        ("all=-0.5", "-0.5"),
+    ] {
+        let err = spec.parse::<EmulationSpec>().expect_err(spec);
+        assert!(
+            matches!(err, EmulationError::OutOfRange(_)),
+            "{spec}: {err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains(shown), "{spec}: {message}");
+        assert!(message.contains("[0.001, 1]"), "{spec}: {message}");
+        assert!(message.len() < 100, "{spec}: {message}");
+    }
+    let slowest = format!("w0={MIN_SPEED}");
+    let spec: EmulationSpec = slowest.parse().expect("the lower bound itself is allowed");
+    assert_eq!(spec.items(), &[(Target::Worker(0), MIN_SPEED)]);
+    assert!(EmulationSpec::uniform(1e-30).is_err());
+}
+
+#[test]
+fn set_cluster_speed_has_the_same_lower_bound() {
+    let rt = crate::Runtime::builder()
+        .workers(1)
+        .build()
+        .expect("runtime");
+    let err = rt.set_cluster_speed(0, 1e-30).expect_err("too slow");
+    assert_eq!(err, crate::RuntimeError::BadSpeed(1e-30));
+    assert!(err.to_string().contains("1e-30"), "{err}");
+    rt.set_cluster_speed(0, MIN_SPEED).expect("the lower bound");
+    assert_eq!(rt.speeds(), vec![MIN_SPEED]);
+}
+
+#[test]
+fn stall_time_saturates_instead_of_panicking() {
+    let second = Duration::from_secs(1);
+    assert_eq!(stall_for(second, 1e-30), Duration::MAX);
+    assert_eq!(stall_for(Duration::MAX, 0.5), Duration::MAX);
+    assert_eq!(stall_for(second, 1.0), Duration::ZERO);
+    assert_eq!(stall_for(second, f64::NAN), Duration::ZERO);
+    assert_eq!(stall_for(Duration::ZERO, 0.0), Duration::ZERO);
+    assert_eq!(stall_for(second, 0.5), second);
+    let slowest = stall_for(second, MIN_SPEED);
+    assert!((slowest.as_secs_f64() - 999.0).abs() < 1e-6, "{slowest:?}");
+}
+
+#[test]
+fn a_target_named_twice_is_rejected() {
+    for (spec, target, named) in [
+        ("w0=0.5,w0=0.3", Target::Worker(0), "w0"),
+        ("w0=0.5,w0=0.5", Target::Worker(0), "w0"),
+        ("0.5,c0=0.3", Target::Cluster(0), "c0"),
+        ("c1=0.5, 0.5, 0.25", Target::Cluster(1), "c1"),
+        ("all=1,w2=0.5,all=0.5", Target::All, "all"),
+        ("table1:2,table1:3", Target::Table1Cluster(0), "A57"),
+    ] {
+        let err = spec.parse::<EmulationSpec>().expect_err(spec);
+        assert_eq!(err, EmulationError::Repeated(target), "{spec}");
+        assert!(err.to_string().contains(named), "{spec}: {err}");
+    }
+    // Different targets that overlap still apply in order.
+    for spec in [
+        "all=0.5,w1=1",
+        "c0=0.5,w0=0.25",
+        "table1:3,c0=0.25",
+        "0.5,0.25,w0=1",
+    ] {
+        spec.parse::<EmulationSpec>()
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+}
+
+#[test]
+fn bad_specs_quote_long_tokens_shortened() {
+    let long = "9".repeat(10_000_000);
+    for spec in [
+        format!("w0=x{long}"),
+        format!("x{long}=0.5"),
+        format!("w{long}=0.5"),
+        format!("table1:{long}"),
+    ] {
+        let err = spec.parse::<EmulationSpec>().expect_err("bad spec");
+        let message = err.to_string();
+        assert!(
+            message.len() < 200,
+            "{} bytes: {message:.200}",
+            message.len()
+        );
+        assert!(message.contains("bytes in all"), "{message}");
+    }
+}

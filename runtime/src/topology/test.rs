@@ -396,6 +396,54 @@ fn topology_layout_errors_name_line_and_token() {
 }
 
 #[test]
+fn topology_layout_huge_width_is_an_error_not_an_overflow() {
+    let sys = FakeSys::new("layout-huge-width");
+    sys.online("0-1");
+    // Leader 1 plus the largest width overflowed the fit check.
+    let text = format!("0 1\n1\n{}\n", usize::MAX);
+    let err = sys.layout(&text, &[0, 1]).expect_err(&text);
+    assert!(
+        matches!(
+            err,
+            TopologyError::LayoutWidth {
+                line: 3,
+                leader: 1,
+                width: usize::MAX,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(&usize::MAX.to_string()), "{err}");
+}
+
+#[test]
+fn topology_layout_errors_quote_long_tokens_shortened() {
+    let sys = FakeSys::new("layout-long-token");
+    sys.online("0-1");
+    let long = "z".repeat(10_000_000);
+    let cut = format!("`{}… (10000000 bytes in all)`", "z".repeat(40));
+    for text in [
+        format!("0 {long}\n1\n1\n"),
+        format!("0 1\n1 {long}\n1\n"),
+        format!("0 1\n1\n1\n{long}\n"),
+    ] {
+        let err = sys.layout(&text, &[0, 1]).expect_err("bad layout");
+        let message = err.to_string();
+        assert!(
+            message.len() < 200,
+            "{} bytes: {message:.200}",
+            message.len()
+        );
+        assert!(message.contains(&cut), "{message}");
+        assert!(
+            format!("{err:?}").len() < 400,
+            "the error holds the whole token"
+        );
+    }
+}
+
+#[test]
 fn topology_layout_empty_is_an_error() {
     let sys = FakeSys::new("layout-empty");
     for text in ["", "\n\n", "# nothing\n  # here\n"] {

@@ -255,3 +255,46 @@ fn play_fails_before_any_step_when_a_spec_does_not_fit() {
     assert_eq!(calls, 0);
     assert_eq!(rt.speeds(), vec![1.0, 1.0]);
 }
+
+#[test]
+fn a_step_naming_a_target_twice_is_rejected() {
+    let err = "0s:none,5s:w0=0.5,w1=0.5,w0=0.3"
+        .parse::<EmulationSchedule>()
+        .expect_err("w0 twice in one step");
+    assert_eq!(
+        err,
+        ScheduleError::BadSpec {
+            step: "5s:w0=0.5,w1=0.5,w0=0.3".into(),
+            error: EmulationError::Repeated(crate::Target::Worker(0)),
+        }
+    );
+    assert!(err.to_string().contains("w0 twice"), "{err}");
+    // Each step is a spec of its own: naming a target again in a later step is the point.
+    schedule("0s:w0=0.5,1s:w0=0.3");
+}
+
+#[test]
+fn bad_schedules_quote_long_input_shortened() {
+    let long = "5".repeat(10_000_000);
+    for text in [
+        format!("{long}x:none"),
+        format!("w{long}=0.5,1s:none"),
+        format!("0s:w0=0.5,w1=x{long}"),
+        format!("{long}s:none,1s:none"),
+        format!("5s:none,0.{}1s:none", "0".repeat(10_000_000)),
+    ] {
+        let err = text.parse::<EmulationSchedule>().expect_err("bad schedule");
+        let message = err.to_string();
+        assert!(
+            message.len() < 300,
+            "{} bytes: {message:.300}",
+            message.len()
+        );
+        assert!(message.contains("bytes in all"), "{message}");
+    }
+    let topo = Topology::symmetric(2).expect("topology");
+    let err = schedule(&format!("0s:w1=0.5,1s:w0=0.5{},w7=0.5", "0".repeat(1000)))
+        .validate(&topo)
+        .expect_err("no worker 7");
+    assert!(err.to_string().len() < 300, "{err}");
+}
