@@ -18,6 +18,7 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use taopipe::live::output;
 use taopipe::live::planners::pipeit::{
     Accuracy, Calibration, CoreType, ErrorStats, Op, Predictor, TimeMatrix, accuracy, describe,
     plan,
@@ -25,7 +26,7 @@ use taopipe::live::planners::pipeit::{
 use taopipe::live::planners::pipeit::{CalibrateOptions, calibrate, core_types, measure_units};
 use taopipe::nets::{Model, RandomWeights};
 
-use common::{RuntimeArgs, frame_input, write_json, zoo_net};
+use common::{JsonArg, RuntimeArgs, frame_input, say, sayln, zoo_net};
 
 /// Calibrates Pipe-it's layer time predictor on this machine, once per device.
 ///
@@ -46,8 +47,9 @@ use common::{RuntimeArgs, frame_input, write_json, zoo_net};
 struct Cli {
     #[command(flatten)]
     runtime: RuntimeArgs,
-    /// Save the calibration (machine and samples) as JSON here.
-    #[arg(long, value_name = "PATH")]
+    /// Save the calibration (machine and samples) as JSON here (the file is replaced
+    /// whole). Its folder must exist and take a new file: checked at start.
+    #[arg(long, value_name = "PATH", value_parser = common::output_file)]
     out: Option<PathBuf>,
     /// Use this saved calibration instead of running the grid. It must come from a machine
     /// with the same core types (count and cores each) as this runtime.
@@ -66,9 +68,8 @@ struct Cli {
     /// Seed of the random weights and inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write the fit and the report as JSON here (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonArg,
 }
 
 fn bar(len: usize, what: &str) -> anyhow::Result<ProgressBar> {
@@ -123,15 +124,15 @@ fn print_table(
         .first()
         .map(|(_, a)| a.cells.iter().map(|c| (c.core_type, c.width)).collect())
         .unwrap_or_default();
-    println!("\n{title} (mean/max |error| %):");
-    print!("{:<10}", "net");
+    sayln!("\n{title} (mean/max |error| %):");
+    say!("{:<10}", "net");
     for &(t, w) in &keys {
-        print!(" {:>10}", label(t, w));
+        say!(" {:>10}", label(t, w));
     }
-    println!();
+    sayln!();
     let mut sums = vec![(0.0, 0usize); keys.len()];
     for (net, acc) in reports {
-        print!("{net:<10}");
+        say!("{net:<10}");
         for (i, &(t, w)) in keys.iter().enumerate() {
             let stats = acc
                 .cells
@@ -140,34 +141,35 @@ fn print_table(
                 .map(pick);
             match stats {
                 Some(s) => {
-                    print!(" {:>10}", cell(&s));
+                    say!(" {:>10}", cell(&s));
                     if s.count > 0 {
                         sums[i].0 += s.mean_abs_pct;
                         sums[i].1 += 1;
                     }
                 }
-                None => print!(" {:>10}", "-"),
+                None => say!(" {:>10}", "-"),
             }
         }
-        println!();
+        sayln!();
     }
-    print!("{:<10}", "average");
+    say!("{:<10}", "average");
     for (sum, n) in sums {
         if n == 0 {
-            print!(" {:>10}", "-");
+            say!(" {:>10}", "-");
         } else {
-            print!(" {:>10}", format!("{:.1}", sum / n as f64));
+            say!(" {:>10}", format!("{:.1}", sum / n as f64));
         }
     }
-    println!();
+    sayln!();
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    cli.json.route_text();
     let rt = cli.runtime.runtime()?;
     let types = core_types(&rt);
     let shape: Vec<usize> = types.iter().map(|c| c.cores).collect();
-    println!(
+    sayln!(
         "{} workers; core types (fastest first): {}",
         rt.num_workers(),
         types
@@ -209,7 +211,7 @@ fn main() -> anyhow::Result<()> {
                     );
                 }
             }
-            println!(
+            sayln!(
                 "calibration {} ({} samples): {}",
                 path.display(),
                 cal.samples.len(),
@@ -230,7 +232,7 @@ fn main() -> anyhow::Result<()> {
                 bar.set_message(name.to_string());
             })?;
             bar.finish_and_clear();
-            println!(
+            sayln!(
                 "calibrated {} layers, {} samples in {:.1} s",
                 options.grid.len(),
                 cal.samples.len(),
@@ -240,16 +242,16 @@ fn main() -> anyhow::Result<()> {
         }
     };
     if let Some(path) = &cli.out {
-        std::fs::write(path, cal.to_json() + "\n")
+        output::write_atomic(path, cal.to_json() + "\n")
             .with_context(|| format!("--out {}", path.display()))?;
-        println!("saved {}", path.display());
+        sayln!("saved {}", path.display());
     }
 
     let predictor = Predictor::fit(&cal)?;
     let fit_errors = grid_errors(&cal, &predictor);
-    println!("\nfit on the grid itself (in-sample, every width; mean/max |error| %):");
+    sayln!("\nfit on the grid itself (in-sample, every width; mean/max |error| %):");
     for ((t, op), s) in &fit_errors {
-        println!(
+        sayln!(
             "  T{t} {:<12} {:>3} samples  {}",
             op.name(),
             s.count,
@@ -287,9 +289,9 @@ fn main() -> anyhow::Result<()> {
             c.gemm
         });
         print_table("all units (pool, fc, ... included)", &reports, |c| c.all);
-        println!("\nPipe-it plans from the predictions:");
+        sayln!("\nPipe-it plans from the predictions:");
         for (name, p) in &plans {
-            println!(
+            sayln!(
                 "  {name:<9} {} {:?} on {}: predicted {:.1} ms per frame ({:.1} frames/s)",
                 p.pipeline_string(),
                 p.composition,
@@ -300,7 +302,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
 
-    if let Some(path) = &cli.json {
+    if let Some(json) = &cli.json.target {
         let fit: Vec<serde_json::Value> = predictor
             .core_types()
             .iter()
@@ -323,10 +325,7 @@ fn main() -> anyhow::Result<()> {
             .zip(&plans)
             .map(|((name, acc), (_, p))| json!({ "net": name, "accuracy": acc, "plan": p }))
             .collect();
-        write_json(
-            path,
-            &json!({ "machine": cal.machine, "fit": fit, "nets": nets }),
-        )?;
+        json.write(&json!({ "machine": cal.machine, "fit": fit, "nets": nets }))?;
     }
     Ok(())
 }

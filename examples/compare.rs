@@ -2,7 +2,8 @@
 //! Pipe-it, Pipe-search, Pipe-search seeded by Pipe-it's predictor, ARM-CO-UP's switch
 //! mode, MOSAIC and CoDL. Each plans (or tunes), then runs the same frames, and one table
 //! shows its mode, configuration, predicted and measured throughput and latency, the time
-//! it took to plan, and the trials it measured.
+//! it took to plan, and the trials it measured. A planner that fails gets a row with its
+//! error, the other planners still run, and the tool then exits non-zero.
 //!
 //! ```text
 //! cargo run --release --example compare -- --net vgg16
@@ -52,12 +53,15 @@ use taopipe::runtime::{Place, Runtime};
 use taopipe::tuner::{Configuration, SearchResult};
 
 use common::tune::trial_printer;
-use common::{RuntimeArgs, baseline, frame_input, frames, zoo_net};
+use common::{JsonArg, RuntimeArgs, baseline, frame_input, frames, sayln, zoo_net};
 use taopipe::live::tune::search;
 use taopipe::live::{MeasureKind, SearchKind, SeedKind, TuneOptions, stream};
 
 /// Runs every planner of the five papers on one net under the same conditions (same
 /// runtime, same emulated speeds, same frames) and prints one table to compare them.
+///
+/// A planner that fails (e.g. on a bad --calibration) shows its error in the table and in
+/// the JSON report (`error`), and the tool exits non-zero once the table is out.
 #[derive(Debug, Parser)]
 #[command(version, about, long_about)]
 struct Cli {
@@ -95,9 +99,8 @@ struct Cli {
     /// Seed of the random weights and the input frames.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write the table as JSON here (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonArg,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +169,8 @@ struct Row {
     trials: usize,
     /// Why a planner did not run, or what to know about its row.
     note: Option<String>,
+    /// Why the planner failed (its error chain); a failed planner fails the run.
+    error: Option<String>,
 }
 
 impl Row {
@@ -182,6 +187,17 @@ impl Row {
             plan_s: 0.0,
             trials: 0,
             note: Some(why),
+            error: None,
+        }
+    }
+
+    /// The row of a planner that failed: shown in the table, and the run exits non-zero.
+    fn failed(planner: Planner, error: &anyhow::Error) -> Row {
+        Row {
+            mode: "FAILED",
+            note: None,
+            error: Some(format!("{error:#}")),
+            ..Row::skipped(planner, String::new())
         }
     }
 }
@@ -300,6 +316,7 @@ impl Bench<'_> {
             plan_s: 0.0,
             trials: 0,
             note: None,
+            error: None,
         })
     }
 
@@ -334,6 +351,7 @@ impl Bench<'_> {
             plan_s,
             trials,
             note: None,
+            error: None,
         })
     }
 
@@ -445,6 +463,7 @@ impl Bench<'_> {
             plan_s,
             trials: 0,
             note: None,
+            error: None,
         })
     }
 
@@ -534,6 +553,7 @@ impl Bench<'_> {
             plan_s,
             trials: 0,
             note,
+            error: None,
         })
     }
 }
@@ -543,12 +563,20 @@ fn cell(value: Option<f64>, digits: usize) -> String {
 }
 
 fn print_table(rows: &[Row]) {
-    println!(
+    sayln!(
         "{:<20} {:<15} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>6}  configuration",
-        "planner", "mode", "pred fps", "fps", "pred ms", "p50 ms", "p99 ms", "plan s", "trials"
+        "planner",
+        "mode",
+        "pred fps",
+        "fps",
+        "pred ms",
+        "p50 ms",
+        "p99 ms",
+        "plan s",
+        "trials"
     );
     for r in rows {
-        println!(
+        sayln!(
             "{:<20} {:<15} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8.1} {:>6}  {}",
             r.planner,
             r.mode,
@@ -562,13 +590,17 @@ fn print_table(rows: &[Row]) {
             r.configuration
         );
         if let Some(note) = &r.note {
-            println!("{:<20} note: {note}", "");
+            sayln!("{:<20} note: {note}", "");
+        }
+        if let Some(error) = &r.error {
+            sayln!("{:<20} error: {error}", "");
         }
     }
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    cli.json.route_text();
     let planners = cli
         .planners
         .iter()
@@ -581,12 +613,12 @@ fn main() -> anyhow::Result<()> {
     let max_stages = cli.max_stages.unwrap_or(workers).min(workers).min(units);
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
     let devices = devices(&rt);
-    println!("{}", rt.topology());
-    println!("speeds: {:?}", rt.speeds());
+    sayln!("{}", rt.topology());
+    sayln!("speeds: {:?}", rt.speeds());
     for (i, d) in devices.iter().enumerate() {
-        println!("device {i}: {} at speed {}", d.place, d.speed);
+        sayln!("device {i}: {} at speed {}", d.place, d.speed);
     }
-    println!(
+    sayln!(
         "{}: {units} units, {:.2} GFLOP per frame; {} frames per planner\n",
         cli.net,
         model.flops() as f64 / 1e9,
@@ -614,7 +646,7 @@ fn main() -> anyhow::Result<()> {
     for planner in planners {
         let row = match bench.run(planner) {
             Ok(row) => row,
-            Err(e) => Row::skipped(planner, format!("failed: {e:#}")),
+            Err(e) => Row::failed(planner, &e),
         };
         if row.measured_fps.is_none() {
             bench.bar.inc(cli.frames);
@@ -622,10 +654,10 @@ fn main() -> anyhow::Result<()> {
         rows.push(row);
     }
     bench.bar.finish_and_clear();
-    println!();
+    sayln!();
     print_table(&rows);
 
-    if let Some(path) = &cli.json {
+    if let Some(json) = &cli.json.target {
         let report = json!({
             "net": cli.net,
             "cpus": rt.topology().cpus().iter().map(|c| c.id).collect::<Vec<_>>(),
@@ -636,7 +668,20 @@ fn main() -> anyhow::Result<()> {
             "alpha": cli.tune,
             "rows": rows,
         });
-        common::write_json(path, &report)?;
+        json.write(&report)?;
+    }
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.error.is_some())
+        .map(|r| r.planner)
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} planner(s) failed: {} (errors in the table)",
+            failed.len(),
+            rows.len(),
+            failed.join(", ")
+        );
     }
     Ok(())
 }

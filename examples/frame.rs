@@ -33,7 +33,7 @@ use serde_json::json;
 use taopipe::nets::{BuildOptions, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
 
-use common::{RuntimeArgs, frame_input};
+use common::{JsonArg, RuntimeArgs, frame_input, sayln};
 
 /// Runs frames of VGG16, AlexNet, ResNet50 or a synthetic net through the taopipe runtime,
 /// every layer a moldable task on the same workers, and prints the time per frame, the
@@ -68,8 +68,9 @@ struct Cli {
     /// from --seed.
     #[arg(long, value_name = "FILE")]
     input: Option<PathBuf>,
-    /// Write the last frame's output here as raw little-endian f32 (its folder must exist).
-    #[arg(long, value_name = "FILE")]
+    /// Write the last frame's output here as raw little-endian f32 (the file is replaced
+    /// whole). Its folder must exist and take a new file: checked at start.
+    #[arg(long, value_name = "FILE", value_parser = common::output_file)]
     output: Option<PathBuf>,
     /// Also run every frame at width 1 and fail unless the outputs are bit-identical.
     #[arg(long)]
@@ -82,9 +83,8 @@ struct Cli {
     /// ones (for A/B runs: a frame then writes every activation to memory cold in cache).
     #[arg(long)]
     keep_outputs: bool,
-    /// Write a JSON report here (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonArg,
     /// Serve frames on request: after a warm-up frame print `ready`, then read commands
     /// from stdin, one a line: `N` runs N frames and prints `{"ms":[...]}`, `quit` (or the
     /// end of stdin) exits. No progress bar, no table.
@@ -137,11 +137,9 @@ enum ConvChoice {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    cli.json.route_text();
     // A bad `TAOPIPE_ISA` fails here, before anything long.
     let isa = Isa::current()?;
-    if let Some(path) = &cli.output {
-        common::check_output_folder(path).context("--output")?;
-    }
     let spec = common::zoo_net(&cli.net, &[])?;
     // Read the input before the (long) model build, so a bad file fails at once.
     let shape = spec.input();
@@ -171,9 +169,9 @@ fn main() -> anyhow::Result<()> {
     let model = Model::build_with(spec, weights.as_ref(), &options)
         .with_context(|| format!("building {}", cli.net))?;
     let build = started.elapsed();
-    println!("{}", rt.topology());
-    println!("isa: {isa}; convolutions: {:?}", cli.conv);
-    println!(
+    sayln!("{}", rt.topology());
+    sayln!("isa: {isa}; convolutions: {:?}", cli.conv);
+    sayln!(
         "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame; built in {:.2} s; {}, {} input; on place 0+{width}",
         cli.net,
         model.spec().len(),
@@ -265,7 +263,7 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
     let gflops = model.flops() as f64 / 1e9 / (median / 1e3);
-    println!(
+    sayln!(
         "time per frame: median {median:.1} ms, min {:.1} ms ({} frames: {:?})",
         sorted[0],
         ms.len(),
@@ -273,12 +271,12 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
             .map(|m| (m * 10.0).round() / 10.0)
             .collect::<Vec<_>>()
     );
-    println!(
+    sayln!(
         "throughput: {:.2} frames/s, {gflops:.1} GFLOP/s",
         1e3 / median
     );
     if cli.check {
-        println!("check: every frame bit-identical to width 1");
+        sayln!("check: every frame bit-identical to width 1");
     }
     let times = cli
         .profile
@@ -289,14 +287,14 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
     let mut top: Vec<(usize, f32)> = output.iter().copied().enumerate().collect();
     top.sort_by(|a, b| b.1.total_cmp(&a.1));
     top.truncate(5);
-    println!(
+    sayln!(
         "top classes (index: score): {}",
         top.iter()
             .map(|(i, s)| format!("{i}: {s:.4}"))
             .collect::<Vec<_>>()
             .join(", ")
     );
-    if let Some(path) = &cli.json {
+    if let Some(json) = &cli.json.target {
         let mut report = json!({
             "net": cli.net,
             "layers": model.spec().len(),
@@ -324,19 +322,24 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
                 })
                 .collect();
         }
-        common::write_json(path, &report)?;
+        json.write(&report)?;
     }
     Ok(output)
 }
 
 /// `--profile`: one line per layer, with its share of the median frame.
 fn print_profile(times: &[LayerTime], frame_ms: f64) {
-    println!(
+    sayln!(
         "{:>4} {:<24} {:<22} {:>9} {:>8} {:>7}",
-        "#", "layer", "kernel", "ms", "GFLOP/s", "frame%"
+        "#",
+        "layer",
+        "kernel",
+        "ms",
+        "GFLOP/s",
+        "frame%"
     );
     for t in times {
-        println!(
+        sayln!(
             "{:>4} {:<24} {:<22} {:>9.3} {:>8.1} {:>6.1}%",
             t.index,
             t.name,
@@ -347,7 +350,7 @@ fn print_profile(times: &[LayerTime], frame_ms: f64) {
         );
     }
     let sum: f64 = times.iter().map(|t| t.seconds * 1e3).sum();
-    println!(
+    sayln!(
         "sum of layers {sum:.1} ms of a {frame_ms:.1} ms frame ({:.1} ms between tasks)",
         frame_ms - sum
     );

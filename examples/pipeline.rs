@@ -22,7 +22,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use std::ops::Range;
@@ -40,7 +39,7 @@ use taopipe::nets::{Model, RandomWeights};
 use taopipe::runtime::{Pipeline, Place, StopSignal};
 use taopipe::tuner::{Configuration, contiguous_places};
 
-use common::{RuntimeArgs, baseline, frame_input};
+use common::{JsonArg, RuntimeArgs, baseline, frame_input, sayln};
 
 /// Streams frames of a net through a pipeline of stages on their own workers, and through
 /// the layer-parallel baseline under the same conditions, and prints both.
@@ -85,9 +84,8 @@ struct Cli {
     /// Seed of the random weights and inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write a JSON report here (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonArg,
 }
 
 /// ARM-CO-UP's two modes.
@@ -154,6 +152,7 @@ fn parse_places(text: &str) -> anyhow::Result<Vec<(usize, usize)>> {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    cli.json.route_text();
     let spec = common::zoo_net(&cli.net, &[])?;
     let rt = cli.runtime.runtime()?;
     let workers = rt.num_workers();
@@ -239,17 +238,17 @@ fn main() -> anyhow::Result<()> {
         );
     }
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
-    println!("{}", rt.topology());
-    println!("speeds: {:?}", rt.speeds());
+    sayln!("{}", rt.topology());
+    sayln!("speeds: {:?}", rt.speeds());
     for (i, d) in devs.iter().enumerate() {
-        println!("device {i}: workers {} at speed {}", d.place, d.speed);
+        sayln!("device {i}: workers {} at speed {}", d.place, d.speed);
     }
     let plan: Vec<String> = runs
         .iter()
         .zip(&speeds)
         .map(|((r, p), s)| format!("{}..{}@{p}x{s}", r.start, r.end))
         .collect();
-    println!(
+    sayln!(
         "{}: {units} units; {:?} mode{}; units@place x speed: {}",
         cli.net,
         cli.mode,
@@ -332,19 +331,28 @@ fn main() -> anyhow::Result<()> {
     };
     bar.finish_and_clear();
 
-    println!(
+    sayln!(
         "\n{:<16} {:>12} {:>12} {:>12}",
-        "", "frames/s", "p50 ms", "p99 ms"
+        "",
+        "frames/s",
+        "p50 ms",
+        "p99 ms"
     );
-    println!(
+    sayln!(
         "{:<16} {:>12.2} {:>12.1} {:>12.1}",
-        label, outcome.fps, outcome.p50_ms, outcome.p99_ms
+        label,
+        outcome.fps,
+        outcome.p50_ms,
+        outcome.p99_ms
     );
-    println!(
+    sayln!(
         "{:<16} {:>12.2} {:>12.1} {:>12.1}",
-        "layer-parallel", base.throughput_fps, base.latency_ms.p50, base.latency_ms.p99
+        "layer-parallel",
+        base.throughput_fps,
+        base.latency_ms.p50,
+        base.latency_ms.p99
     );
-    println!(
+    sayln!(
         "{label} / layer-parallel throughput: {:.2}",
         outcome.fps / base.throughput_fps
     );
@@ -353,12 +361,16 @@ fn main() -> anyhow::Result<()> {
     } else {
         "stage"
     };
-    println!(
+    sayln!(
         "\n{:<8} {:>8} {:>8} {:>8} {:>10}",
-        part, "place", "units", "speed", "ms/frame"
+        part,
+        "place",
+        "units",
+        "speed",
+        "ms/frame"
     );
     for (i, (r, p, s, ms)) in outcome.parts.iter().enumerate() {
-        println!(
+        sayln!(
             "{:<8} {:>8} {:>8} {:>8} {:>10.1}",
             format!("{part}{i}"),
             p.to_string(),
@@ -367,7 +379,7 @@ fn main() -> anyhow::Result<()> {
             ms
         );
     }
-    if let Some(path) = &cli.json {
+    if let Some(json) = &cli.json.target {
         let cpu = |w: usize| rt.topology().cpus()[w].id;
         let report = json!({
             "net": cli.net,
@@ -388,7 +400,7 @@ fn main() -> anyhow::Result<()> {
                     "latency_ms": {"p50": outcome.p50_ms, "p99": outcome.p99_ms}},
             "baseline": base,
         });
-        common::write_json(path, &report)?;
+        json.write(&report)?;
     }
     Ok(())
 }

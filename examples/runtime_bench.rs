@@ -11,8 +11,7 @@
 
 mod common;
 
-use common::RuntimeArgs;
-use std::path::PathBuf;
+use common::{JsonArg, RuntimeArgs, say};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
@@ -73,10 +72,8 @@ struct Args {
     /// Seed of the DAG generator.
     #[arg(long, default_value_t = workload::SEED)]
     seed: u64,
-    /// Writes the JSON report to this file; `-` prints it on stdout (the table then goes
-    /// to stderr).
-    #[arg(long)]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonArg,
 }
 
 #[derive(Debug, Serialize)]
@@ -166,6 +163,7 @@ fn time_pair<A, B>(
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    args.json.route_text();
     ensure!(args.reps > 0, "--reps must be at least 1");
     ensure!(args.tasks > 0, "--tasks must be at least 1");
     ensure!(args.fj_iters > 0, "--fj-iters must be at least 1");
@@ -269,22 +267,10 @@ fn main() -> Result<()> {
         dag: dag_rows,
         fork_join: fj_rows,
     };
-    let to_stdout = args.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    let table = render(&report);
-    if to_stdout {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    if let Some(path) = &args.json {
+    say!("{}", render(&report));
+    if let Some(json) = &args.json.target {
         // Serialised from the structs, so the keys keep their declared order.
-        let json = serde_json::to_string_pretty(&report)?;
-        if to_stdout {
-            println!("{json}");
-        } else {
-            std::fs::write(path, json + "\n")
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
+        json.write_text(&serde_json::to_string_pretty(&report)?)?;
     }
     Ok(())
 }

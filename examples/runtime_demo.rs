@@ -14,7 +14,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -26,7 +25,7 @@ use taopipe::runtime::{
     EmulationSpec, Objective, PlacePolicy, Runtime, Task, TaskGraph, TraceSnapshot,
 };
 
-use common::RuntimeArgs;
+use common::{JsonArg, RuntimeArgs, say, sayln};
 
 /// Runs one moldable data-parallel task over and over with the place left to the runtime,
 /// slows part of the machine in the middle, and prints the trace table the runtime uses
@@ -50,9 +49,8 @@ struct Cli {
     /// Probability of trying a random place instead of the best known one.
     #[arg(long, default_value_t = 0.1)]
     explore: f64,
-    /// Write a JSON report here (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonArg,
 }
 
 /// A cheap, exact per-element workload: integer mixing, so every width gives the same sum.
@@ -165,17 +163,19 @@ fn per_worker_spec(speeds: &[f64]) -> anyhow::Result<EmulationSpec> {
 }
 
 fn print_phase(p: &Phase) {
-    println!(
+    sayln!(
         "\n== {} (speeds {:?}) — {:.3} ms per run",
-        p.name, p.speeds, p.mean_ms
+        p.name,
+        p.speeds,
+        p.mean_ms
     );
     let picks: Vec<String> = p
         .picks
         .iter()
         .map(|(place, n)| format!("{place}: {n}"))
         .collect();
-    println!("runs per place (leader+width): {}", picks.join(", "));
-    print!("{}", p.table);
+    sayln!("runs per place (leader+width): {}", picks.join(", "));
+    say!("{}", p.table);
 }
 
 fn phase_json(p: &Phase) -> serde_json::Value {
@@ -193,6 +193,7 @@ fn phase_json(p: &Phase) -> serde_json::Value {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    cli.json.route_text();
     ensure!(
         (0.0..=1.0).contains(&cli.explore),
         "--explore {} is not a probability in [0, 1]",
@@ -209,7 +210,7 @@ fn main() -> anyhow::Result<()> {
         slow.resolve(rt.topology())
             .with_context(|| format!("--slow {slow}"))?;
     }
-    println!("{}", rt.topology());
+    sayln!("{}", rt.topology());
     let expected = (0..cli.elements).fold(0u64, |acc, i| acc.wrapping_add(mix(i)));
 
     let mut phases = vec![run_phase(
@@ -249,7 +250,7 @@ fn main() -> anyhow::Result<()> {
     )?);
     print_phase(&phases[2]);
 
-    if let Some(path) = &cli.json {
+    if let Some(json) = &cli.json.target {
         let report = json!({
             "topology": rt.topology().to_string(),
             "workers": rt.num_workers(),
@@ -258,7 +259,7 @@ fn main() -> anyhow::Result<()> {
             "explore": cli.explore,
             "phases": phases.iter().map(phase_json).collect::<Vec<_>>(),
         });
-        common::write_json(path, &report)?;
+        json.write(&report)?;
     }
     Ok(())
 }

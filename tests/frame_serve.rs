@@ -5,39 +5,16 @@
 //! (`target/<profile>/examples/frame`); with a `--test` filter cargo builds no examples, so
 //! build it first: `cargo build --release --example frame`.
 
+mod common;
+
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// `target/<profile>/examples/frame`, found from this test binary in `target/<profile>/deps`.
-fn frame_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let bin = profile
-        .join("examples")
-        .join(format!("frame{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo test` without a --test filter, or `cargo build --example frame` (same profile) first",
-        bin.display()
-    );
-    bin
-}
-
-/// A fresh folder for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("taopipe-frame-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    dir
-}
+use common::{example_bin, scratch, text};
 
 /// Runs `frame` with `args`, feeding `stdin`.
 fn frame(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(frame_bin())
+    let mut child = Command::new(example_bin("frame"))
         .args(["--net", "synth1", "--width", "1"])
         .args(args)
         .env("RUST_BACKTRACE", "0")
@@ -56,17 +33,13 @@ fn frame(args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().expect("frame ran")
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 fn f32_bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {
     values.flat_map(f32::to_le_bytes).collect()
 }
 
 #[test]
 fn serve_answers_each_count_and_writes_the_same_output_as_a_plain_run() {
-    let dir = scratch("serve");
+    let dir = scratch("frame-serve");
     let input = dir.join("input.f32");
     // synth1 takes 8x8x8 values.
     std::fs::write(&input, f32_bytes((0..512).map(|i| (i % 7) as f32 / 7.0))).expect("input");
@@ -142,7 +115,7 @@ fn serve_exits_cleanly_at_the_end_of_stdin_and_fails_on_a_bad_line() {
 
 #[test]
 fn a_wrong_input_or_output_path_is_an_error_naming_it() {
-    let dir = scratch("errors");
+    let dir = scratch("frame-errors");
     for (name, bytes) in [("empty.f32", 0), ("short.f32", 2044), ("long.f32", 2052)] {
         let path = dir.join(name);
         std::fs::write(&path, vec![0u8; bytes]).expect("input");

@@ -1,9 +1,27 @@
-//! Command-line pieces every example shares: which CPUs, which layout, what emulation.
+//! Command-line pieces every example shares: which CPUs, which layout, what emulation,
+//! where reports go and where the text goes.
 #![allow(dead_code)]
+
+/// Prints like `print!`, to stdout, or to stderr while stdout carries `--json -`'s report.
+macro_rules! say {
+    ($($arg:tt)*) => { $crate::common::print_text(format_args!($($arg)*)) };
+}
+
+/// Prints like `println!`, to stdout, or to stderr while stdout carries `--json -`'s report.
+macro_rules! sayln {
+    () => { $crate::common::print_text(format_args!("\n")) };
+    ($($arg:tt)*) => {
+        $crate::common::print_text(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+#[allow(unused_imports)] // not every example prints text
+pub(crate) use {say, sayln};
 
 pub(crate) mod tune;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use std::sync::Arc;
 
@@ -11,10 +29,10 @@ use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use taopipe::dsl::NetSpec;
-use taopipe::live::layer_parallel;
 use taopipe::live::report::StreamReport;
 #[allow(unused_imports)] // not every example uses both
 pub(crate) use taopipe::live::{frame_input, frames};
+use taopipe::live::{layer_parallel, output};
 use taopipe::nets::{Isa, Model, zoo};
 use taopipe::runtime::{EmulationSpec, Runtime, Topology, parse_cpu_list};
 
@@ -64,23 +82,6 @@ impl RuntimeArgs {
     }
 }
 
-/// Writes `value` as pretty JSON to `path`, or to stdout when `path` is `-`.
-/// Every report records the kernels' instruction-set path (`isa`), so numbers from two
-/// machines or two `TAOPIPE_ISA` settings are never compared unknowingly.
-pub(crate) fn write_json(path: &std::path::Path, value: &serde_json::Value) -> anyhow::Result<()> {
-    let mut value = value.clone();
-    if let Some(report) = value.as_object_mut() {
-        report.insert("isa".into(), Isa::current()?.name().into());
-    }
-    let text = serde_json::to_string_pretty(&value)?;
-    if path == std::path::Path::new("-") {
-        println!("{text}");
-    } else {
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
-}
-
 /// Reads a raw little-endian f32 tensor of exactly `len` values (`what` names it in errors).
 pub(crate) fn read_f32_file(
     path: &std::path::Path,
@@ -102,30 +103,10 @@ pub(crate) fn read_f32_file(
         .collect())
 }
 
-/// Writes `values` as raw little-endian f32.
+/// Writes `values` as raw little-endian f32, whole ([`output::write_atomic`]).
 pub(crate) fn write_f32_file(path: &std::path::Path, values: &[f32]) -> anyhow::Result<()> {
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
-}
-
-/// Fails unless `path` can be a file to write later: its folder exists and it is not a
-/// folder itself (checked before long work, so a typo does not cost a whole run).
-pub(crate) fn check_output_folder(path: &std::path::Path) -> anyhow::Result<()> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => std::path::Path::new("."),
-    };
-    if !folder.is_dir() {
-        bail!(
-            "{}: the folder {} does not exist",
-            path.display(),
-            folder.display()
-        );
-    }
-    if path.is_dir() {
-        bail!("{} is a folder", path.display());
-    }
-    Ok(())
+    Ok(output::write_atomic(path, bytes)?)
 }
 
 /// The zoo net `name`; an unknown name is an error listing the zoo's names and `also`.
@@ -166,4 +147,95 @@ pub(crate) fn parse_tune(text: &str) -> Result<usize, String> {
             "`{text}`: α must be a whole number ≥ 1, got `{value}`"
         )),
     }
+}
+
+/// `--json`, the same in every example. Its path is checked while the command line is
+/// parsed, so a typo fails before any work rather than after a run of minutes.
+#[derive(Debug, Args)]
+pub(crate) struct JsonArg {
+    /// Write the report as JSON to PATH once the run is done (the file is replaced whole).
+    /// PATH's folder must exist and take a new file: checked at start, before any work.
+    /// `-` writes the JSON to stdout alone, and all other output goes to stderr.
+    #[arg(id = "json", long = "json", value_name = "PATH", value_parser = json_target)]
+    pub(crate) target: Option<JsonTarget>,
+}
+
+impl JsonArg {
+    /// Sends the text output ([`say!`], [`sayln!`]) to stderr when the JSON takes stdout;
+    /// every example calls it right after parsing.
+    pub(crate) fn route_text(&self) {
+        let to_stderr = matches!(self.target, Some(JsonTarget::Stdout));
+        TEXT_TO_STDERR.store(to_stderr, Ordering::Relaxed);
+    }
+}
+
+/// Where `--json` writes.
+#[derive(Debug, Clone)]
+pub(crate) enum JsonTarget {
+    /// `-`: stdout holds the JSON and nothing else.
+    Stdout,
+    /// A file, checked by [`output::check_file`] at parse time.
+    File(PathBuf),
+}
+
+impl JsonTarget {
+    /// Writes `value` as pretty JSON. Every report records the kernels' instruction-set
+    /// path (`isa`), so numbers from two machines or two `TAOPIPE_ISA` settings are never
+    /// compared unknowingly.
+    pub(crate) fn write(&self, value: &serde_json::Value) -> anyhow::Result<()> {
+        let mut value = value.clone();
+        if let Some(report) = value.as_object_mut() {
+            report.insert("isa".into(), Isa::current()?.name().into());
+        }
+        self.write_text(&serde_json::to_string_pretty(&value)?)
+    }
+
+    /// Writes `json` and a newline: on stdout, or whole into the file.
+    pub(crate) fn write_text(&self, json: &str) -> anyhow::Result<()> {
+        match self {
+            JsonTarget::Stdout => println!("{json}"),
+            JsonTarget::File(path) => output::write_atomic(path, format!("{json}\n"))?,
+        }
+        Ok(())
+    }
+}
+
+/// Whether text goes to stderr ([`JsonArg::route_text`]).
+static TEXT_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// What [`say!`] and [`sayln!`] expand to.
+pub(crate) fn print_text(args: std::fmt::Arguments<'_>) {
+    if TEXT_TO_STDERR.load(Ordering::Relaxed) {
+        eprint!("{args}");
+    } else {
+        print!("{args}");
+    }
+}
+
+/// `--json`'s value parser: `-`, or a file path [`output::check_file`] accepts.
+fn json_target(text: &str) -> Result<JsonTarget, String> {
+    if text == "-" {
+        return Ok(JsonTarget::Stdout);
+    }
+    output_file(text).map(JsonTarget::File)
+}
+
+/// Value parser of an output file (`--output`, `--out`): its folder must exist and take a
+/// new file ([`output::check_file`]); checked at parse time, before any work. `-` is
+/// refused (it is not stdout here): `./-` names a file `-`.
+pub(crate) fn output_file(text: &str) -> Result<PathBuf, String> {
+    if text == "-" {
+        return Err("`-` (stdout) is not accepted here; write `./-` for a file named `-`".into());
+    }
+    let path = PathBuf::from(text);
+    output::check_file(&path).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// Value parser of an output folder (`--plots`): it exists, or can be created later (its
+/// nearest existing ancestor is a folder that takes a new file) ([`output::check_folder`]).
+pub(crate) fn output_folder(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    output::check_folder(&path).map_err(|e| e.to_string())?;
+    Ok(path)
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, ensure};
+use anyhow::Context;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
@@ -17,7 +17,7 @@ use taopipe::nets::{Model, RandomWeights, zoo};
 use taopipe::runtime::EmulationSchedule;
 use taopipe::tuner::{Configuration, StageTimes, WatchOptions};
 
-use super::{RuntimeArgs, zoo_net};
+use super::{JsonArg, RuntimeArgs, zoo_net};
 
 /// Tunes a CNN pipeline online by measuring (Pipe-search), then streams frames through the
 /// chosen pipeline and, under the same conditions, through the layer-parallel baseline
@@ -89,8 +89,9 @@ pub(crate) struct TuneCli {
     seconds: Option<f64>,
     /// Write SVG pictures of the run into this folder: run.svg (throughput and stage times
     /// over time, changes and re-tunes marked, the search trajectory) and balance.svg (the
-    /// chosen pipeline's stage balance).
-    #[arg(long, value_name = "DIR")]
+    /// chosen pipeline's stage balance). DIR is created if missing; checked at start: it
+    /// must be a folder, or its nearest existing ancestor one that takes a new file.
+    #[arg(long, value_name = "DIR", value_parser = super::output_folder)]
     plots: Option<PathBuf>,
     /// Most stages to consider (C). Default: one per worker.
     #[arg(long)]
@@ -107,9 +108,8 @@ pub(crate) struct TuneCli {
     /// Seed of the random weights, inputs, random nets and random search.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write a JSON report here (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    json: JsonArg,
 }
 
 /// `--hog`: a CPU and when the busy loop runs.
@@ -201,9 +201,11 @@ pub(crate) fn trial_printer(
         "{bar:30} {pos}/~{len} trials, {elapsed} {msg}",
     )?);
     bar.suspend(|| {
-        println!(
+        sayln!(
             "{:>5}  {:<36} {:>12}  stage ms",
-            "trial", "configuration", "slowest ms"
+            "trial",
+            "configuration",
+            "slowest ms"
         )
     });
     let (shown, mut trials) = (bar.clone(), 0);
@@ -216,7 +218,7 @@ pub(crate) fn trial_printer(
             times.slowest_ms(),
             ms.join(", ")
         );
-        shown.suspend(|| println!("{line}"));
+        shown.suspend(|| sayln!("{line}"));
         shown.set_message(format!("last {:.1} ms", times.slowest_ms()));
         if shown.position() + 1 >= shown.length().unwrap_or(0) {
             shown.inc_length(1); // a search may run past its expected count
@@ -229,12 +231,7 @@ pub(crate) fn trial_printer(
 /// Runs the tool for the example `default_net`.
 pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     let cli = TuneCli::parse();
-    if let Some(path) = cli.json.as_ref().filter(|p| p.as_os_str() != "-") {
-        super::check_output_folder(path)?;
-    }
-    if let Some(dir) = &cli.plots {
-        ensure!(dir.is_dir(), "--plots {}: no such folder", dir.display());
-    }
+    cli.json.route_text();
     let name = cli.net.clone().unwrap_or_else(|| default_net.to_string());
     let spec = load_net(&name, &cli)?;
     let rt = cli.runtime.runtime()?;
@@ -242,9 +239,9 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     let units = spec.units().len();
     let c = cli.max_stages.unwrap_or(workers).min(workers).min(units);
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
-    println!("{}", rt.topology());
-    println!("speeds: {:?}", rt.speeds());
-    println!(
+    sayln!("{}", rt.topology());
+    sayln!("speeds: {:?}", rt.speeds());
+    sayln!(
         "{name}: {units} units, {:.2} GFLOP per frame; stage counts 1..={c}",
         model.flops() as f64 / 1e9
     );
@@ -279,7 +276,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
             let found = engine.tune(print)?;
             bar.finish_and_clear();
             let algorithm = cli.search.to_string();
-            println!(
+            sayln!(
                 "\n{}",
                 taopipe::tuner::Report::new(&algorithm, cli.tune, found)
             );
@@ -287,13 +284,13 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         None if c >= 2 => {
             let seeds = Seeds::from_net(model.spec(), c)?;
             let seed = seeds.top_k(c, 1)?.into_iter().next().context("no seed")?;
-            println!(
+            sayln!(
                 "not tuned (pass --tune alpha=N): running the best-CV seed {:?}",
                 seed.composition
             );
             engine.serve(Configuration::contiguous(&seed.composition, workers)?)?;
         }
-        None => println!("one stage: {workers} worker(s), {units} unit(s)"),
+        None => sayln!("one stage: {workers} worker(s), {units} unit(s)"),
     }
 
     // Serve frames (watched, re-tuned on change), then the layer-parallel baseline.
@@ -345,7 +342,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         // Latency at a sustainable rate, in a run of its own.
         let rate = 0.8 * report.run.throughput_fps;
         let latency_frames = cli.frames.min(30);
-        println!("latency: {latency_frames} frames offered at {rate:.2}/s");
+        sayln!("latency: {latency_frames} frames offered at {rate:.2}/s");
         engine.clear_schedule();
         engine.set_rate(Some(rate))?;
         let paced = engine.run(frames(&model, latency_frames, cli.seed), |_, _| {})?;
@@ -354,22 +351,24 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
             stream: paced.run,
         });
     }
-    println!("layer-parallel baseline: {} frames", cli.frames);
+    sayln!("layer-parallel baseline: {} frames", cli.frames);
     report.baseline = Some(engine.baseline(frames(&model, cli.frames, cli.seed), |_, _| {})?);
 
-    println!(
+    sayln!(
         "\nconfiguration served at the end: {}",
         engine.configuration()
     );
-    print!("{report}");
-    if let Some(path) = &cli.json {
-        super::write_json(path, &serde_json::to_value(&report)?)?;
+    say!("{report}");
+    if let Some(json) = &cli.json.target {
+        json.write(&serde_json::to_value(&report)?)?;
     }
     if let Some(dir) = &cli.plots {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--plots: creating {}", dir.display()))?;
         let (run, balance) = (dir.join("run.svg"), dir.join("balance.svg"));
         taopipe::live::plot::run_svg(&report, &run)?;
         taopipe::live::plot::balance_svg(&report, &balance)?;
-        println!("pictures: {} and {}", run.display(), balance.display());
+        sayln!("pictures: {} and {}", run.display(), balance.display());
     }
     Ok(())
 }

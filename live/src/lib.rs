@@ -14,12 +14,15 @@
 //! - [`planners`]: the seed papers' planners, one module each (Pipe-it, ARM-CO-UP, MOSAIC,
 //!   CoDL).
 //! - [`plot`]: SVG pictures of a run's [`Report`] (over time, and the stage balance).
+//! - [`output`]: output paths checked before a long run, and files written whole
+//!   (temporary file, then rename).
 #![deny(missing_docs)]
 
 pub mod devices;
 pub mod engine;
 mod error;
 pub mod measure;
+pub mod output;
 pub mod planners;
 pub mod plot;
 pub mod report;

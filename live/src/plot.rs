@@ -25,6 +25,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use taopipe_tuner::Phase;
 
+use crate::output::{OutputError, write_atomic};
 use crate::report::{FrameRecord, Report, StageReport, What};
 
 /// Why a picture could not be made.
@@ -39,14 +40,9 @@ pub enum PlotError {
         /// What failed.
         message: String,
     },
-    /// The file could not be written.
-    #[error("writing {}: {source}", path.display())]
-    Io {
-        /// The picture's file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
+    /// The file could not be written (the error names it).
+    #[error(transparent)]
+    Io(#[from] OutputError),
 }
 
 /// The throughput window of [`run_svg`], seconds.
@@ -104,7 +100,8 @@ pub fn balance_svg(report: &Report, path: &Path) -> Result<(), PlotError> {
     write_svg(path, (width, 500), |root| balance(report, root))
 }
 
-/// Renders into a string, then writes it, so that IO errors name the path.
+/// Renders into a string, then writes it whole ([`write_atomic`]), so that
+/// IO errors name the path and a viewer never reads half a picture.
 fn write_svg(
     path: &Path,
     size: (u32, u32),
@@ -121,10 +118,7 @@ fn write_svg(
                 message: e.to_string(),
             })?;
     }
-    std::fs::write(path, svg).map_err(|source| PlotError::Io {
-        path: path.to_owned(),
-        source,
-    })
+    Ok(write_atomic(path, svg)?)
 }
 
 /// The run's last time: last delivery or event, at least 1 s.
