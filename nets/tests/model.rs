@@ -379,7 +379,8 @@ fn weights_load_from_safetensors_by_torchvision_name() {
         })
         .collect();
     let bytes = safetensors::serialize(views, None).expect("serialize");
-    let file = SafetensorsFile::from_bytes(Path::new("small.safetensors"), bytes).expect("parse");
+    let file =
+        SafetensorsFile::from_bytes(Path::new("small.safetensors"), bytes.clone()).expect("parse");
     let from_file = Model::build(spec, &file).expect("model from file");
     assert!(file.unused().is_empty(), "unused: {:?}", file.unused());
     let rt = Runtime::builder().workers(2).build().expect("runtime");
@@ -387,8 +388,19 @@ fn weights_load_from_safetensors_by_torchvision_name() {
     let a = from_seed
         .forward(&rt, x.clone(), Place::new(0, 1))
         .expect("seed");
-    let b = from_file.forward(&rt, x, Place::new(0, 2)).expect("file");
+    let b = from_file
+        .forward(&rt, x.clone(), Place::new(0, 2))
+        .expect("file");
     assert!(bits(&a) == bits(&b));
+    // The same bytes as a file on disk, memory-mapped by `open`.
+    let path =
+        std::env::temp_dir().join(format!("taopipe-small-{}.safetensors", std::process::id()));
+    std::fs::write(&path, &bytes).expect("write weights file");
+    let mapped = SafetensorsFile::open(&path).expect("open mapped");
+    let from_disk = Model::build(small_resnet(), &mapped).expect("model from disk");
+    let _ = std::fs::remove_file(&path);
+    let c = from_disk.forward(&rt, x, Place::new(0, 2)).expect("disk");
+    assert!(bits(&a) == bits(&c));
 }
 
 #[test]
