@@ -4,6 +4,7 @@
 //!
 //! Chunks: groups of whole channels, at most 32 (`ceil(C / 32)` channels each).
 
+use crate::activation::relu;
 use crate::batchnorm::BatchNorm;
 use crate::error::KernelError;
 use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
@@ -13,7 +14,8 @@ fn channel_chunks(shape: Shape) -> ChunkPlan {
     ChunkPlan::new(shape.c, shape.plane(), 1, 1)
 }
 
-/// `y = max(x, 0)`.
+/// `y = max(x, 0)`, NaN propagating as in PyTorch: `0` where `x < 0`, else `x` itself, so
+/// NaN stays NaN, −∞ becomes 0 and `−0.0` stays `−0.0`.
 #[derive(Clone, Debug)]
 pub struct Relu {
     shape: Shape,
@@ -57,7 +59,7 @@ impl Kernel for Relu {
         check_io("relu", inputs, 1, self.shape.len(), out.len(), r.len());
         out.iter_mut()
             .zip(&inputs[0][r])
-            .for_each(|(o, &x)| *o = x.max(0.0));
+            .for_each(|(o, &x)| *o = relu(x));
     }
 }
 
@@ -123,7 +125,7 @@ impl Kernel for Add {
         if self.relu {
             out.iter_mut()
                 .zip(a.iter().zip(b))
-                .for_each(|(o, (&x, &y))| *o = (x + y).max(0.0));
+                .for_each(|(o, (&x, &y))| *o = relu(x + y));
         } else {
             out.iter_mut()
                 .zip(a.iter().zip(b))
@@ -218,7 +220,7 @@ impl Kernel for Affine {
             if self.relu {
                 dst.iter_mut()
                     .zip(src)
-                    .for_each(|(o, &v)| *o = (a * v + b).max(0.0));
+                    .for_each(|(o, &v)| *o = relu(a * v + b));
             } else {
                 dst.iter_mut().zip(src).for_each(|(o, &v)| *o = a * v + b);
             }

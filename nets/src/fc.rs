@@ -10,6 +10,7 @@
 //! (`cargo bench -p taopipe-nets -- report`). Chunks: groups of output features, at most
 //! 32 (`ceil(out / 32)` features each); a row's sum does not depend on its chunk.
 
+use crate::activation::relu;
 use crate::error::KernelError;
 use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
 use crate::simd::{Isa, Kernels};
@@ -152,7 +153,7 @@ impl Kernel for Linear {
             .dot_rows(&self.weights[rows.start * n..rows.end * n], x, out);
         for (o, b) in out.iter_mut().zip(&self.bias[rows]) {
             let y = *o + b;
-            *o = if self.relu { y.max(0.0) } else { y };
+            *o = if self.relu { relu(y) } else { y };
         }
     }
 }

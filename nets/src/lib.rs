@@ -27,6 +27,7 @@
 // Tests may unwrap (the workspace warns on `unwrap_used` for library code).
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod activation;
 pub mod batchnorm;
 pub mod cache;
 pub mod conv;

@@ -1,9 +1,17 @@
 //! Straightforward reference implementations (test only), accumulating in f64 so that
 //! they are a better reference than any f32 order.
+//!
+//! NaN and ±∞ propagate as in PyTorch, written independently of the kernels' rules in
+//! [`crate::activation`]: ReLU keeps NaN (and `−0.0`), a max-pool window with a NaN is NaN.
 
 use crate::conv::Conv2dParams;
 use crate::pool::{PoolKind, PoolParams};
 use crate::tensor::Shape;
+
+/// ReLU that keeps NaN and `−0.0`: `v` unless it is below zero.
+pub(crate) fn relu(v: f32) -> f32 {
+    if v >= 0.0 || v.is_nan() { v } else { 0.0 }
+}
 
 /// Direct 7-loop convolution (K, OH, OW, C, KH, KW; batch 1).
 pub(crate) fn conv2d(p: &Conv2dParams, input: Shape, x: &[f32], w: &[f32], b: &[f32]) -> Vec<f32> {
@@ -30,7 +38,7 @@ pub(crate) fn conv2d(p: &Conv2dParams, input: Shape, x: &[f32], w: &[f32], b: &[
                     }
                 }
                 let v = acc as f32;
-                y[out.index(k, oy, ox)] = if p.relu { v.max(0.0) } else { v };
+                y[out.index(k, oy, ox)] = if p.relu { relu(v) } else { v };
             }
         }
     }
@@ -54,12 +62,17 @@ pub(crate) fn pool(p: &PoolParams, input: Shape, x: &[f32]) -> Vec<f32> {
                         }
                     }
                 }
-                y[out.index(c, oy, ox)] = match p.kind {
-                    PoolKind::Max => vals.iter().copied().fold(f32::NEG_INFINITY, f32::max),
-                    PoolKind::Avg => {
-                        (vals.iter().map(|&v| f64::from(v)).sum::<f64>() / vals.len() as f64) as f32
-                    }
-                };
+                y[out.index(c, oy, ox)] =
+                    match p.kind {
+                        // PyTorch's rule: `if (val > max || isnan(val)) max = val`.
+                        PoolKind::Max => vals.iter().fold(f32::NEG_INFINITY, |m, &v| {
+                            if v > m || v.is_nan() { v } else { m }
+                        }),
+                        PoolKind::Avg => {
+                            (vals.iter().map(|&v| f64::from(v)).sum::<f64>() / vals.len() as f64)
+                                as f32
+                        }
+                    };
             }
         }
     }
@@ -78,7 +91,7 @@ pub(crate) fn linear(w: &[f32], b: &[f32], x: &[f32], relu: bool) -> Vec<f32> {
                 .map(|(&a, &b)| f64::from(a) * f64::from(b))
                 .sum::<f64>()
                 + f64::from(bias)) as f32;
-            if relu { v.max(0.0) } else { v }
+            if relu { self::relu(v) } else { v }
         })
         .collect()
 }

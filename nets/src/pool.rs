@@ -6,6 +6,9 @@
 //! PyTorch's default is `True`). Geometry is validated so that every window holds at least
 //! one in-bounds element (`padding <= kernel / 2`, as PyTorch requires).
 //!
+//! NaN propagates as in PyTorch: a max-pool window holding a NaN gives NaN (`f32::max`
+//! would drop it), and an average over a NaN is NaN anyway.
+//!
 //! Chunks: groups of channels, at most 32 (`ceil(C / 32)` channels each).
 //!
 //! Both are computed separably: for each output row, the window's input rows are reduced
@@ -13,6 +16,7 @@
 //! of that. An average sums rows first, so its rounding is not the row-major order's;
 //! it is the same for every width.
 
+use crate::activation::max_nan;
 use crate::error::KernelError;
 use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
 use crate::tensor::Shape;
@@ -198,7 +202,10 @@ impl Kernel for Pool2d {
                 for y in y0 + 1..y1 {
                     let row = &plane[y * w..(y + 1) * w];
                     if max {
-                        inner.iter_mut().zip(row).for_each(|(m, &v)| *m = m.max(v));
+                        inner
+                            .iter_mut()
+                            .zip(row)
+                            .for_each(|(m, &v)| *m = max_nan(*m, v));
                     } else {
                         inner.iter_mut().zip(row).for_each(|(s, &v)| *s += v);
                     }
@@ -222,7 +229,9 @@ impl Kernel for Pool2d {
 /// reduced in place first, `k − 1` passes of neighbour pairs at stride 1 (which
 /// vectorise), then every `s`-th is picked: reducing at stride 2 straight into `dst`
 /// stayed scalar, and ResNet50's 3×3/2 max pool took 0.9–1.1 ms against ORT's 0.3. Max is
-/// exact, so the order of the reduction does not change a bit. Clobbers `column`.
+/// exact, so the order of the reduction does not change a value (only, for a tie of `±0.0`
+/// or two NaNs, which of them is kept: the order is fixed by the shape, so that too is the
+/// same at every width). Clobbers `column`.
 fn max_columns(column: &mut [f32], k: usize, s: usize, dst: &mut [f32]) {
     let Some(last) = dst.len().checked_sub(1) else {
         return;
@@ -232,10 +241,10 @@ fn max_columns(column: &mut [f32], k: usize, s: usize, dst: &mut [f32]) {
         let (head, tail) = column[..len - pass + 1].split_at_mut(len - pass);
         // `head[i] = max(head[i], head[i + 1])`, reading each neighbour before it changes.
         for i in 0..head.len() - 1 {
-            head[i] = head[i].max(head[i + 1]);
+            head[i] = max_nan(head[i], head[i + 1]);
         }
         let end = head.len() - 1;
-        head[end] = head[end].max(tail[0]);
+        head[end] = max_nan(head[end], tail[0]);
     }
     for (o, d) in dst.iter_mut().enumerate() {
         *d = column[o * s];

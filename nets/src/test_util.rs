@@ -24,6 +24,20 @@ pub(crate) fn abs(v: &[f32]) -> Vec<f32> {
     v.iter().map(|x| x.abs()).collect()
 }
 
+/// Overwrites about one value in `every` of `v` (at least one) with NaN, +∞, −∞ or `−0.0`
+/// in turn (starting at the seed's), at seeded positions.
+pub(crate) fn sprinkle_specials(v: &mut [f32], every: usize, seed: u64) {
+    const SPECIAL: [f32; 4] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0];
+    if v.is_empty() {
+        return;
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    for s in 0..(v.len() / every.max(1)).max(1) {
+        let at = rng.random_range(0..v.len());
+        v[at] = SPECIAL[(s + seed as usize) % SPECIAL.len()];
+    }
+}
+
 /// `n` values uniform in [-1, 1) from a seeded RNG.
 pub(crate) fn random_vec(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -44,9 +58,19 @@ pub(crate) const TOL: f32 = 1e-4;
 /// running the reference on absolute values): f32 accumulation error grows with the sum of
 /// |terms|, not with the (possibly cancelled) result, so a purely relative test would fail
 /// on near-zero outputs.
+///
+/// Non-finite values must match exactly: NaN where the reference has NaN (any payload), the
+/// same infinity where it has one.
 pub(crate) fn assert_close(got: &[f32], want: &[f32], scale: &[f32], tol: f32, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        if w.is_nan() || w.is_infinite() || g.is_nan() || g.is_infinite() {
+            assert!(
+                (w.is_nan() && g.is_nan()) || g == w,
+                "{what}: element {i}: got {g}, want {w}"
+            );
+            continue;
+        }
         let bound = tol * (scale[i].abs() + w.abs()) + f32::MIN_POSITIVE;
         assert!(
             (g - w).abs() <= bound,

@@ -172,4 +172,54 @@ pub enum DslError {
         /// What is wrong.
         reason: String,
     },
+    /// A synthetic net whose f32 weights and activations would take more memory than
+    /// [`SYNTH_MEMORY_LIMIT`](crate::SYNTH_MEMORY_LIMIT): refused before anything is
+    /// allocated.
+    #[error(
+        "synthetic net `{net}` of depth {depth}: its f32 weights and activations take {}, \
+         more than the limit of {} (SYNTH_MEMORY_LIMIT); use a smaller depth",
+        size_text(*bytes, *at_least), size_text(Some(*limit), false)
+    )]
+    SynthTooLarge {
+        /// The net.
+        net: String,
+        /// Its depth (layers).
+        depth: usize,
+        /// The bytes it needs; `None` if they overflow `u64`.
+        bytes: Option<u64>,
+        /// Whether `bytes` is only a lower bound (a depth refused before its weights were
+        /// drawn).
+        at_least: bool,
+        /// The limit.
+        limit: u64,
+    },
+    /// The seed search's cost table ([`SeedIter`](crate::SeedIter), `O(stages · layers²)`)
+    /// would take more memory than [`SEED_TABLE_LIMIT`](crate::SEED_TABLE_LIMIT).
+    #[error(
+        "{layers} layers in {stages} stages: the seed search's cost table takes {}, more \
+         than the limit of {} (SEED_TABLE_LIMIT); use fewer layers or stages",
+        size_text(*bytes, false), size_text(Some(*limit), false)
+    )]
+    SeedTableTooLarge {
+        /// Number of layers.
+        layers: usize,
+        /// Stage count.
+        stages: usize,
+        /// The bytes it needs; `None` if they overflow `u64`.
+        bytes: Option<u64>,
+        /// The limit.
+        limit: u64,
+    },
+}
+
+/// `9.1 GiB (9771311104 bytes)`, or that it overflows.
+fn size_text(bytes: Option<u64>, at_least: bool) -> String {
+    let prefix = if at_least { "at least " } else { "" };
+    match bytes {
+        Some(b) => format!(
+            "{prefix}{:.1} GiB ({b} bytes)",
+            b as f64 / (1u64 << 30) as f64
+        ),
+        None => "more than 2^64 bytes".to_string(),
+    }
 }

@@ -119,14 +119,14 @@ pub use cv::{cv, stage_weights};
 pub use error::DslError;
 pub use layer::{INPUT, Layer, LayerKind, Source};
 pub use seeds::{
-    EXHAUSTIVE_LIMIT, Seed, SeedIter, Seeds, SpeedScaled, SquaredWeight, StageKey,
-    composition_count, exhaustive_sorted,
+    EXHAUSTIVE_LIMIT, SEED_TABLE_LIMIT, Seed, SeedIter, Seeds, SpeedScaled, SquaredWeight,
+    StageKey, composition_count, exhaustive_sorted,
 };
 pub use shape::Shape;
 pub use spec::{NetSpec, NetSpecBuilder, Unit};
 pub use synth::{
-    SYNTH_UNIT, SYNTH1, SYNTH2, SYNTH3, SplitMix64, WeightDistribution, conv_net_with_weights,
-    random_net, random_weights, synth1, synth2, synth3,
+    SYNTH_MEMORY_LIMIT, SYNTH_UNIT, SYNTH1, SYNTH2, SYNTH3, SplitMix64, WeightDistribution,
+    conv_net_with_weights, random_net, random_weights, synth_net_bytes, synth1, synth2, synth3,
 };
 
 /// Items the `net!` macro expands to. Not part of the API.

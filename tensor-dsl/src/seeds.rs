@@ -210,6 +210,22 @@ fn gcd(mut a: u128, mut b: u128) -> u128 {
 /// The most compositions [`exhaustive_sorted`] will materialise.
 pub const EXHAUSTIVE_LIMIT: u128 = 1 << 20;
 
+/// The most bytes [`SeedIter`]'s tables may take: 1 GiB. They hold a `u128` key for every
+/// stage and every run of layers, `16 · (stages · (layers + 1)² + (stages + 1) · (layers + 1))`
+/// bytes, and take as many key evaluations to fill: 1 GiB holds 2046 layers in 16
+/// stages, or 5790 in 2 (ResNet50 has 52 units). A deeper net (`--depth 100000` in 2
+/// stages asked for 320 GB) is an error naming the layers, the stages and the size.
+pub const SEED_TABLE_LIMIT: u64 = 1 << 30;
+
+/// The bytes of [`SeedIter`]'s tables for `layers` and `stages`; `None` if they overflow.
+fn seed_table_bytes(layers: usize, stages: usize) -> Option<u64> {
+    let n = u64::try_from(layers).ok()?.checked_add(1)?;
+    let s = u64::try_from(stages).ok()?;
+    let cost = n.checked_mul(n)?.checked_mul(s)?;
+    let rest = n.checked_mul(s.checked_add(1)?)?;
+    cost.checked_add(rest)?.checked_mul(16)
+}
+
 /// Prefix sums of the weights (`prefix[i]` = sum of the first `i`), checking the total.
 fn prefix_sums(weights: &[u64]) -> Result<Vec<u64>, DslError> {
     let mut prefix = Vec::with_capacity(weights.len() + 1);
@@ -364,7 +380,9 @@ impl SeedIter {
     /// # Errors
     ///
     /// [`DslError::InvalidStageCount`] unless `1 ≤ stages ≤ weights.len()`;
-    /// [`DslError::TotalWeightOverflow`] if the weights add up beyond `u64`.
+    /// [`DslError::TotalWeightOverflow`] if the weights add up beyond `u64`;
+    /// [`DslError::SeedTableTooLarge`] if its tables would take more than
+    /// [`SEED_TABLE_LIMIT`].
     pub fn new(weights: &[u64], stages: usize) -> Result<Self, DslError> {
         SeedIter::with_key(weights, stages, &SquaredWeight)
     }
@@ -378,6 +396,15 @@ impl SeedIter {
     pub fn with_key(weights: &[u64], stages: usize, key: &dyn StageKey) -> Result<Self, DslError> {
         let m = weights.len();
         check_stages(m, stages)?;
+        let bytes = seed_table_bytes(m, stages);
+        if bytes.is_none_or(|b| b > SEED_TABLE_LIMIT) {
+            return Err(DslError::SeedTableTooLarge {
+                layers: m,
+                stages,
+                bytes,
+                limit: SEED_TABLE_LIMIT,
+            });
+        }
         let prefix = prefix_sums(weights)?;
         let n = m + 1;
         let mut cost = vec![u128::MAX; stages * n * n];
@@ -614,6 +641,17 @@ mod test {
             binomial(u128::from(u64::MAX), 1),
             Some(u128::from(u64::MAX))
         );
+    }
+
+    #[test]
+    fn seed_table_bytes_at_the_limit() {
+        let fits = |layers, stages| {
+            seed_table_bytes(layers, stages).is_some_and(|b| b <= SEED_TABLE_LIMIT)
+        };
+        assert!(fits(2046, 16) && !fits(2047, 16));
+        assert!(fits(5790, 2) && !fits(5791, 2));
+        assert_eq!(seed_table_bytes(100_000, 2), Some(320_011_200_080));
+        assert_eq!(seed_table_bytes(usize::MAX, 2), None);
     }
 
     #[test]

@@ -17,13 +17,72 @@ const WIDTH: usize = 8;
 /// `C = H = W = 8`.
 pub const SYNTH_UNIT: u64 = (2 * HEIGHT * WIDTH * (WIDTH + 1) * CH * CH) as u64;
 
+/// The most memory a synthetic net may declare: 4 GiB of f32 weights, biases and
+/// activations ([`synth_net_bytes`]), checked by [`conv_net_with_weights`] and
+/// [`random_net`] before anything is built.
+///
+/// A fixed cap rather than a share of this machine's memory, so that whether a net builds
+/// does not depend on where it is built. It is 8× VGG16's 0.5 GiB of weights, and holds
+/// random nets (log-uniform weights 1–64, about 96 KiB a layer) up to a depth of about
+/// 43 000; a model built from the net packs a second copy of its weights, so it needs up
+/// to twice this. `--depth 100000` (about 9 GiB) is refused.
+pub const SYNTH_MEMORY_LIMIT: u64 = 4 << 30;
+
+/// Output width of layer `i`: the widths alternate 8 → 9 → 8 → … (see
+/// [`conv_net_with_weights`]).
+fn out_width(i: usize) -> usize {
+    if i.is_multiple_of(2) {
+        WIDTH + 1
+    } else {
+        WIDTH
+    }
+}
+
+/// Bytes of f32 weights, biases and output of layer `i` of weight `w` (of
+/// [`conv_net_with_weights`]); `None` if they overflow `u64`.
+fn layer_bytes(i: usize, w: u64) -> Option<u64> {
+    // R·S = 2·w·(the width the kernel's area is scaled by), C = K = 8.
+    let other_width = if i.is_multiple_of(2) {
+        WIDTH
+    } else {
+        WIDTH + 1
+    } as u64;
+    let weights = w
+        .checked_mul(2 * other_width)?
+        .checked_mul((CH * CH) as u64)?;
+    let bias_and_output = (CH + CH * HEIGHT * out_width(i)) as u64;
+    weights.checked_add(bias_and_output)?.checked_mul(4)
+}
+
+/// The bytes of f32 weights, biases and activations (the input and every layer's output)
+/// of [`conv_net_with_weights`]`(name, weights)`, computed without building it; `None` if
+/// they overflow `u64`.
+///
+/// ```
+/// use taopipe_dsl::{synth_net_bytes, SYNTH1};
+///
+/// // Synth 1: 7 convolutions of 37 units of weight in all, 173 KiB.
+/// assert_eq!(synth_net_bytes(&SYNTH1), Some(177_376));
+/// assert_eq!(synth_net_bytes(&[u64::MAX]), None);
+/// ```
+pub fn synth_net_bytes(weights: &[u64]) -> Option<u64> {
+    let input = (CH * HEIGHT * WIDTH * 4) as u64;
+    weights
+        .iter()
+        .enumerate()
+        .try_fold(input, |total, (i, &w)| {
+            total.checked_add(layer_bytes(i, w)?)
+        })
+}
+
 /// A net of convolutions whose weights are `SYNTH_UNIT · weights[i]` (see the
 /// construction below). Layers are named `conv1`, `conv2`, ….
 ///
 /// # Errors
 ///
 /// [`DslError::InvalidSynth`] for an empty list, a zero weight or a weight so large that
-/// its kernel size overflows.
+/// its kernel size overflows; [`DslError::SynthTooLarge`] for a net whose weights and
+/// activations would take more than [`SYNTH_MEMORY_LIMIT`].
 ///
 /// # Examples
 ///
@@ -53,11 +112,21 @@ pub fn conv_net_with_weights(name: &str, weights: &[u64]) -> Result<NetSpec, Dsl
     if weights.is_empty() {
         return Err(invalid("the weight list is empty".into()));
     }
+    if let Some(i) = weights.iter().position(|&w| w == 0) {
+        return Err(invalid(format!("weight #{i} is 0 (weights must be >= 1)")));
+    }
+    let bytes = synth_net_bytes(weights);
+    if bytes.is_none_or(|b| b > SYNTH_MEMORY_LIMIT) {
+        return Err(DslError::SynthTooLarge {
+            net: name.to_string(),
+            depth: weights.len(),
+            bytes,
+            at_least: false,
+            limit: SYNTH_MEMORY_LIMIT,
+        });
+    }
     let mut b = NetSpec::builder(name, Shape::new(CH, HEIGHT, WIDTH));
     for (i, &w) in weights.iter().enumerate() {
-        if w == 0 {
-            return Err(invalid(format!("weight #{i} is 0 (weights must be >= 1)")));
-        }
         // layer i reads width 8 (i even) or 9 (i odd) and writes the other one
         let grows = i % 2 == 0;
         let other_width = if grows { WIDTH } else { WIDTH + 1 };
@@ -229,6 +298,23 @@ impl WeightDistribution {
         }
     }
 
+    /// The least weight it draws.
+    fn least(&self) -> u64 {
+        match *self {
+            WeightDistribution::Uniform { min, .. }
+            | WeightDistribution::LogUniform { min, .. } => min,
+            WeightDistribution::Bimodal {
+                light,
+                heavy,
+                heavy_percent,
+            } => match heavy_percent {
+                0 => light.0,
+                100 => heavy.0,
+                _ => light.0.min(heavy.0),
+            },
+        }
+    }
+
     fn sample(&self, rng: &mut SplitMix64) -> u64 {
         match *self {
             WeightDistribution::Uniform { min, max } => rng.range(min, max),
@@ -290,7 +376,9 @@ pub fn random_weights(
 ///
 /// # Errors
 ///
-/// As [`random_weights`] and [`conv_net_with_weights`].
+/// As [`random_weights`] and [`conv_net_with_weights`]: [`DslError::SynthTooLarge`] for a
+/// net over [`SYNTH_MEMORY_LIMIT`], at once (nothing drawn) for a depth whose layers
+/// exceed it even at the distribution's least weight.
 ///
 /// ```
 /// use taopipe_dsl::{random_net, WeightDistribution};
@@ -304,8 +392,27 @@ pub fn random_net(
     depth: usize,
     distribution: WeightDistribution,
 ) -> Result<NetSpec, DslError> {
+    let name = format!("random-{seed}");
+    distribution.check()?;
+    // Every layer takes at least the bytes of the least weight: refuse a depth beyond the
+    // limit before drawing (and allocating) `depth` weights.
+    let least = distribution.least();
+    let floor = (0..2).map(|i| layer_bytes(i, least)).min().flatten();
+    let input = (CH * HEIGHT * WIDTH * 4) as u64;
+    let bytes = floor
+        .and_then(|f| f.checked_mul(depth as u64))
+        .and_then(|b| b.checked_add(input));
+    if bytes.is_none_or(|b| b > SYNTH_MEMORY_LIMIT) {
+        return Err(DslError::SynthTooLarge {
+            net: name,
+            depth,
+            bytes,
+            at_least: true,
+            limit: SYNTH_MEMORY_LIMIT,
+        });
+    }
     let weights = random_weights(seed, depth, distribution)?;
-    conv_net_with_weights(&format!("random-{seed}"), &weights)
+    conv_net_with_weights(&name, &weights)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! Synthetic nets: the weight lists of Table 7 carried by conv layers, and the generator.
 
 use taopipe_dsl::{
-    DslError, LayerKind, SYNTH_UNIT, SYNTH1, SYNTH2, SYNTH3, WeightDistribution,
-    conv_net_with_weights, random_net, random_weights, synth1, synth2, synth3,
+    DslError, LayerKind, NetSpec, SEED_TABLE_LIMIT, SYNTH_MEMORY_LIMIT, SYNTH_UNIT, SYNTH1, SYNTH2,
+    SYNTH3, SeedIter, Seeds, WeightDistribution, conv_net_with_weights, random_net, random_weights,
+    synth_net_bytes, synth1, synth2, synth3,
 };
 
 fn units(weights: &[u64]) -> Vec<u64> {
@@ -95,5 +96,144 @@ fn random_nets_are_seeded_and_sized() -> Result<(), DslError> {
     assert!(w.iter().all(|&x| x <= 4 || x >= 40));
     let heavy = w.iter().filter(|&&x| x >= 40).count();
     assert!((400..600).contains(&heavy), "{heavy}");
+    Ok(())
+}
+
+/// f32 bytes of a conv net's weights, biases and activations, from its layers' shapes.
+fn declared_bytes(net: &NetSpec) -> u64 {
+    let input = net.input();
+    let mut floats = input.c * input.h * input.w;
+    for l in net.layers() {
+        if let LayerKind::Conv2d {
+            out_channels,
+            kernel,
+            ..
+        } = *l.kind()
+        {
+            let (i, o) = (l.input(), l.output());
+            floats += i.c * kernel.0 * kernel.1 * out_channels + out_channels + o.c * o.h * o.w;
+        }
+    }
+    4 * floats as u64
+}
+
+#[test]
+fn synth_net_bytes_counts_what_the_net_declares() -> Result<(), DslError> {
+    let d = WeightDistribution::LogUniform { min: 1, max: 64 };
+    for net in [synth1()?, synth2()?, synth3()?, random_net(5, 40, d)?] {
+        assert_eq!(
+            synth_net_bytes(&units(&net.weights())),
+            Some(declared_bytes(&net)),
+            "{}",
+            net.name()
+        );
+    }
+    Ok(())
+}
+
+/// `--net random --depth 100000` aborted on a 320 GB allocation: such a net is now refused
+/// up front, with an error naming its depth and size, and so is any net over the limit;
+/// one just under it is built (as a spec: nothing is allocated for its weights here).
+#[test]
+fn oversized_synthetic_nets_are_errors_naming_depth_and_size() -> Result<(), DslError> {
+    let d = WeightDistribution::LogUniform { min: 1, max: 64 };
+    let err = random_net(1, 100_000, d).expect_err("depth 100000");
+    let DslError::SynthTooLarge {
+        depth,
+        bytes: Some(bytes),
+        at_least: false,
+        limit,
+        ..
+    } = err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!((depth, limit), (100_000, SYNTH_MEMORY_LIMIT));
+    assert_eq!(
+        Some(bytes),
+        synth_net_bytes(&random_weights(1, 100_000, d)?)
+    );
+    assert!(bytes > 2 * SYNTH_MEMORY_LIMIT, "{bytes}");
+    let text = err.to_string();
+    for want in [
+        "`random-1`",
+        "depth 100000",
+        &format!("{bytes} bytes"),
+        "4.0 GiB",
+    ] {
+        assert!(text.contains(want), "`{want}` not in: {text}");
+    }
+    // Depths too large to draw: refused on a lower bound, or on overflow.
+    let err = random_net(1, 1 << 40, d).expect_err("depth 2^40");
+    assert!(
+        matches!(
+            err,
+            DslError::SynthTooLarge {
+                at_least: true,
+                bytes: Some(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("at least"), "{err}");
+    let err = random_net(1, usize::MAX, d).expect_err("depth usize::MAX");
+    assert!(
+        matches!(err, DslError::SynthTooLarge { bytes: None, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("more than 2^64 bytes"), "{err}");
+    // One layer: the largest weight under the limit builds, one more does not.
+    let bytes_of = |w: u64| synth_net_bytes(&[w]).expect("no overflow");
+    let per_unit = bytes_of(2) - bytes_of(1);
+    let w = (SYNTH_MEMORY_LIMIT - (bytes_of(1) - per_unit)) / per_unit;
+    assert!(bytes_of(w) <= SYNTH_MEMORY_LIMIT && bytes_of(w + 1) > SYNTH_MEMORY_LIMIT);
+    let net = conv_net_with_weights("edge", &[w])?;
+    assert_eq!(synth_net_bytes(&[w]), Some(declared_bytes(&net)));
+    let err = conv_net_with_weights("edge", &[w + 1]).expect_err("over the limit");
+    assert!(
+        matches!(
+            err,
+            DslError::SynthTooLarge {
+                depth: 1,
+                at_least: false,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(matches!(
+        conv_net_with_weights("x", &[u64::MAX / 4]),
+        Err(DslError::SynthTooLarge { bytes: None, .. })
+    ));
+    Ok(())
+}
+
+/// The seed search's `O(stages · layers²)` table (320 GB for 100000 layers in 2 stages) is
+/// refused before it is allocated, naming the layers, stages and size.
+#[test]
+fn oversized_seed_tables_are_errors() -> Result<(), DslError> {
+    let w = vec![1u64; 100_000];
+    let err = SeedIter::new(&w, 2).expect_err("100000 layers");
+    assert_eq!(
+        err,
+        DslError::SeedTableTooLarge {
+            layers: 100_000,
+            stages: 2,
+            bytes: Some(320_011_200_080),
+            limit: SEED_TABLE_LIMIT,
+        }
+    );
+    let text = err.to_string();
+    for want in ["100000 layers in 2 stages", "320011200080 bytes", "1.0 GiB"] {
+        assert!(text.contains(want), "`{want}` not in: {text}");
+    }
+    let seeds = Seeds::new(&w, 16)?;
+    assert!(matches!(
+        seeds.top_k(16, 1),
+        Err(DslError::SeedTableTooLarge { stages: 16, .. })
+    ));
+    // A net of a few hundred units is still ranked.
+    assert_eq!(SeedIter::new(&w[..300], 4)?.take(2).count(), 2);
     Ok(())
 }

@@ -2,7 +2,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::naive;
-use crate::test_util::{TOL, abs, assert_bit_identical, assert_close, proptest_config, random_vec};
+use crate::test_util::{
+    TOL, abs, assert_bit_identical, assert_close, proptest_config, random_vec, sprinkle_specials,
+};
 
 fn random_conv(p: Conv2dParams, input: Shape, seed: u64) -> (Conv2d, Vec<f32>) {
     let w = random_vec(p.weight_len(), seed);
@@ -229,6 +231,90 @@ fn fused_residual_equals_conv_then_add() {
                 );
                 assert_bit_identical(&fused_relu, &[&x, &r]);
             }
+        }
+    }
+}
+
+/// NaN and ±∞ in the input, the bias and the residual, through every algorithm and ISA
+/// with the fused ReLU. The direct path matches the f64 reference exactly in what is NaN or
+/// infinite. Winograd mixes a tile's inputs (∞ − ∞ is NaN), so there every output the
+/// reference has NaN or +∞ must be non-finite, and NaN in the bias or the residual, added
+/// after the transforms, must come out exactly where the reference has it. Before, the
+/// ReLU of the GEMM epilogue and of Winograd's output turned NaN into 0.
+#[test]
+fn conv_propagates_nan_and_inf() {
+    for (p, input) in [
+        (Conv2dParams::new(8, 20, 3, 1, 1), Shape::new(8, 14, 14)),
+        (Conv2dParams::new(6, 10, 1, 1, 0), Shape::new(6, 9, 7)),
+        (Conv2dParams::new(3, 12, 7, 2, 3), Shape::new(3, 20, 18)),
+    ] {
+        let p = p.with_relu(true);
+        let (conv, clean) = random_conv(p, input, 5);
+        let mut x = clean.clone();
+        sprinkle_specials(&mut x, 90, 6);
+        let want = naive::conv2d(&p, input, &x, conv.weights(), conv.bias());
+        let scale = naive::conv2d(
+            &p.with_relu(false),
+            input,
+            &abs(&x),
+            &abs(conv.weights()),
+            &abs(conv.bias()),
+        );
+        assert!(want.iter().any(|v| v.is_nan()) && want.iter().any(|v| v.is_infinite()));
+        // NaN and ±∞ in the residual (and a NaN bias), on a finite input.
+        let mut r = random_vec(conv.out_shape().len(), 7);
+        sprinkle_specials(&mut r, 13, 8);
+        let mut bias = conv.bias().to_vec();
+        bias[1] = f32::NAN;
+        let with_bias = |c: &Conv2d| {
+            Conv2d::build(
+                p,
+                input,
+                c.weights().to_vec(),
+                bias.clone(),
+                c.algo(),
+                c.isa(),
+            )
+            .unwrap()
+            .with_residual(true)
+        };
+        let res_want: Vec<f32> =
+            naive::conv2d(&p.with_relu(false), input, &clean, conv.weights(), &bias)
+                .iter()
+                .zip(&r)
+                .map(|(y, r)| naive::relu(y + r))
+                .collect();
+        let res_scale: Vec<f32> = naive::conv2d(
+            &p.with_relu(false),
+            input,
+            &abs(&clean),
+            &abs(conv.weights()),
+            &abs(&bias),
+        )
+        .iter()
+        .zip(&r)
+        .map(|(s, r)| s + r.abs())
+        .collect();
+        let all_nan = vec![f32::NAN; input.len()];
+        for c in variants(&conv) {
+            let what = format!("{p:?} {input} {} {}", c.algo().name(), c.isa());
+            let got = c.forward(&[&x], &mut Scratch::new());
+            match c.algo() {
+                ConvAlgo::Direct => assert_close(&got, &want, &scale, TOL, &what),
+                ConvAlgo::Winograd => {
+                    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                        if w.is_nan() || w == f32::INFINITY {
+                            assert!(!g.is_finite(), "{what}: element {i}: {g}, want {w}");
+                        }
+                    }
+                }
+            }
+            let fused = with_bias(&c);
+            let got = fused.forward(&[&clean, &r], &mut Scratch::new());
+            assert_close(&got, &res_want, &res_scale, tolerance(c.algo()), &what);
+            assert_bit_identical(&fused, &[&clean, &r]);
+            let got = c.forward(&[&all_nan], &mut Scratch::new());
+            assert!(got.iter().all(|v| v.is_nan()), "{what}: all-NaN input");
         }
     }
 }

@@ -33,6 +33,7 @@
 use std::ops::Range;
 
 use super::{Conv2dParams, Engine};
+use crate::activation;
 use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
 use crate::simd::{Kernels, MatMut};
@@ -495,13 +496,13 @@ pub(crate) fn output_block(
                     (None, true) => {
                         d.iter_mut()
                             .zip(y)
-                            .for_each(|(d, &y)| *d = (y + bias).max(0.0));
+                            .for_each(|(d, &y)| *d = activation::relu(y + bias));
                     }
                     (Some(r), relu) => {
                         let r = &r[at..at + g.ow];
                         for ((d, &y), &r) in d.iter_mut().zip(y).zip(r) {
                             let v = (y + bias) + r;
-                            *d = if relu { v.max(0.0) } else { v };
+                            *d = if relu { activation::relu(v) } else { v };
                         }
                     }
                 }

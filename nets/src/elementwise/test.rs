@@ -4,7 +4,9 @@ use super::*;
 use crate::gap::GlobalAvgPool;
 use crate::naive;
 use crate::softmax::Softmax;
-use crate::test_util::{TOL, abs, assert_bit_identical, assert_close, proptest_config, random_vec};
+use crate::test_util::{
+    TOL, abs, assert_bit_identical, assert_close, proptest_config, random_vec, sprinkle_specials,
+};
 
 fn shape() -> impl Strategy<Value = Shape> {
     (1usize..=70, 1usize..=9, 1usize..=9).prop_map(|(c, h, w)| Shape::new(c, h, w))
@@ -49,6 +51,41 @@ proptest! {
         prop_assert!(got.iter().all(|v| v.is_finite()));
         assert_close(&got, &want, &vec![0.0; n], 1e-5 * (n as f32).sqrt().max(1.0), "softmax");
         prop_assert!((got.iter().map(|&v| f64::from(v)).sum::<f64>() - 1.0).abs() < 1e-4);
+    }
+}
+
+/// NaN and ±∞ through ReLU, Add+ReLU and Affine+ReLU: NaN and +∞ stay, −∞ becomes 0, and
+/// ReLU(−0.0) is −0.0, bit for bit. `f32::max(NaN, 0.0)` was 0.
+#[test]
+fn relu_layers_propagate_nan_and_inf() {
+    let s = Shape::new(5, 7, 9);
+    let mut scratch = Scratch::new();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for seed in 0..4 {
+        let (mut a, mut b) = (random_vec(s.len(), seed), random_vec(s.len(), seed + 10));
+        sprinkle_specials(&mut a, 7, seed);
+        sprinkle_specials(&mut b, 11, seed + 1);
+        a[0] = f32::NAN;
+        a[1] = -0.0;
+        let want: Vec<f32> = a.iter().map(|&v| naive::relu(v)).collect();
+        let got = Relu::new(s).forward(&[&a], &mut scratch);
+        assert_eq!(bits(&got), bits(&want), "relu");
+        assert!(got[0].is_nan() && got[1].to_bits() == (-0.0f32).to_bits());
+        let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| naive::relu(x + y)).collect();
+        let got = Add::new(s, true).forward(&[&a, &b], &mut scratch);
+        assert_close(&got, &want, &vec![0.0; s.len()], 0.0, "add relu");
+        assert!(got[0].is_nan());
+        let (scale, shift) = (random_vec(s.c, seed + 2), random_vec(s.c, seed + 3));
+        let want: Vec<f32> = a
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| naive::relu(scale[i / s.plane()] * x + shift[i / s.plane()]))
+            .collect();
+        let got = Affine::new(s, scale, shift, true)
+            .unwrap()
+            .forward(&[&a], &mut scratch);
+        assert_close(&got, &want, &vec![0.0; s.len()], 0.0, "affine relu");
+        assert!(got[0].is_nan());
     }
 }
 

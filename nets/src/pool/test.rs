@@ -2,7 +2,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::naive;
-use crate::test_util::{TOL, abs, assert_bit_identical, assert_close, proptest_config, random_vec};
+use crate::test_util::{
+    TOL, abs, assert_bit_identical, assert_close, proptest_config, random_vec, sprinkle_specials,
+};
 
 proptest! {
     #![proptest_config(proptest_config(128))]
@@ -25,6 +27,65 @@ proptest! {
         } else {
             let scale = naive::pool(&p, input, &abs(&x));
             assert_close(&got, &want, &scale, TOL, "avgpool");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(proptest_config(64))]
+
+    /// NaN and ±∞ in the input: a max window holding a NaN is NaN, one holding +∞ is +∞
+    /// (PyTorch); an average is NaN or ±∞ as the f64 reference's. `f32::max` dropped NaN.
+    #[test]
+    fn pool_propagates_nan_and_inf(
+        c in 1usize..=8, h in 1usize..=13, w in 1usize..=13,
+        kernel in 1usize..=4, stride in 1usize..=3, padding in 0usize..=2,
+        max: bool, every in 3usize..40, seed in 0u64..10_000,
+    ) {
+        let p = if max { PoolParams::max(kernel, stride, padding) } else { PoolParams::avg(kernel, stride, padding) };
+        let input = Shape::new(c, h, w);
+        prop_assume!(p.out_shape(input).is_ok());
+        let mut x = random_vec(input.len(), seed);
+        sprinkle_specials(&mut x, every, seed);
+        let pool = Pool2d::new(p, input).unwrap();
+        let got = pool.forward(&[&x], &mut Scratch::new());
+        let want = naive::pool(&p, input, &x);
+        if max {
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                prop_assert!((g.is_nan() && w.is_nan()) || g == w, "output {}: {} vs {}", i, g, w);
+            }
+        } else {
+            let scale = naive::pool(&p, input, &abs(&x));
+            assert_close(&got, &want, &scale, TOL, "avgpool");
+        }
+        assert_bit_identical(&pool, &[&x]);
+    }
+}
+
+#[test]
+fn max_pool_of_a_window_with_nan_is_nan() {
+    // Every position of a 4×4 plane in turn holds NaN among finite values: exactly the
+    // windows that cover it are NaN, wherever in the window (first, middle or last) it is.
+    let input = Shape::new(1, 4, 4);
+    for p in [
+        PoolParams::max(2, 2, 0),
+        PoolParams::max(3, 1, 1),
+        PoolParams::max(3, 2, 1),
+    ] {
+        let pool = Pool2d::new(p, input).unwrap();
+        for at in 0..input.len() {
+            let mut x: Vec<f32> = (0..16).map(|i| i as f32 - 20.0).collect();
+            x[at] = f32::NAN;
+            let got = pool.forward(&[&x], &mut Scratch::new());
+            let want = naive::pool(&p, input, &x);
+            assert!(want.iter().any(|v| v.is_nan()), "{p:?} at {at}");
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(
+                    g.is_nan(),
+                    w.is_nan(),
+                    "{p:?}: NaN at {at}, output {i}: {g}"
+                );
+            }
         }
     }
 }

@@ -24,10 +24,21 @@ fn zero() -> float32x4_t {
     vdupq_n_f32(0.0)
 }
 
+/// `if a > b { a } else { b }` lane by lane: x86 `max_ps`'s rule, which the template's
+/// ReLU (`max(zero, v)`) relies on. `vmaxq_f32` propagates NaN too, but returns `+0.0` for
+/// `max(+0.0, −0.0)`, so ReLU(−0.0) would be `+0.0` here and `−0.0` on x86 and the portable
+/// path; a compare and a select keep every path's bits equal (one instruction more per
+/// vector than `vmaxq_f32`, in the epilogue only, not in the `k` loop).
+#[target_feature(enable = "neon")]
+#[inline]
+fn max(a: float32x4_t, b: float32x4_t) -> float32x4_t {
+    vbslq_f32(vcgtq_f32(a, b), a, b)
+}
+
 isa_kernels!(
     mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
     zero = zero, load = vld1q_f32, store = vst1q_f32, set1 = vdupq_n_f32,
-    fma = fma, add = vaddq_f32, max = vmaxq_f32
+    fma = fma, add = vaddq_f32, max = max
 );
 
 pub(super) static NEON: Kernels = table!(Isa::Neon, neon, 8, 3);

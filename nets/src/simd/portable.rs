@@ -106,7 +106,7 @@ unsafe fn tile(t: &RawTile, r0: usize, rows: usize, a: *const f32) {
                 r.iter_mut().zip(res).for_each(|(v, x)| *v += x);
             }
             if t.relu {
-                r.iter_mut().for_each(|v| *v = v.max(0.0));
+                r.iter_mut().for_each(|v| *v = crate::activation::relu(*v));
             }
         }
     }

@@ -18,6 +18,12 @@
 /// Generates one ISA's kernels in a module `$m`. `$v` is the vector type, `$lanes` its
 /// width, `$chains` the FMA probe's independent chains, and the rest the intrinsics of
 /// that width (`$fma(a, b, c)` is `a·b + c`). The module sees its parent's imports.
+///
+/// `$max(a, b)` must be, lane by lane, exactly `if a > b { a } else { b }`: x86 `max_ps`,
+/// which returns its *second* operand when either is NaN or both are zero. The epilogue's
+/// ReLU is `$max(zero, v)`, so a NaN `v` stays NaN, `−0.0` stays `−0.0` and the bits are
+/// those of [`crate::activation::relu`] on every path (`$max(v, zero)` would turn NaN
+/// into 0).
 macro_rules! isa_kernels {
     (
         mod $m:ident, feature = $feat:literal, $v:ty, lanes = $lanes:literal, chains = $chains:literal,
@@ -121,7 +127,7 @@ macro_rules! isa_kernels {
                                     *v = $add(*v, $load(r));
                                 }
                                 if t.relu {
-                                    *v = $max(*v, zero);
+                                    *v = $max(zero, *v);
                                 }
                             }
                         }
@@ -259,7 +265,7 @@ macro_rules! isa_kernels {
                                         v = $add(v, $load(lanes.as_ptr()));
                                     }
                                     if t.relu {
-                                        v = $max(v, $zero());
+                                        v = $max($zero(), v);
                                     }
                                 }
                                 $store(lanes.as_mut_ptr(), v);

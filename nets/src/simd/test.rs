@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::test_util::{proptest_config, random_vec};
+use crate::test_util::{proptest_config, random_vec, sprinkle_specials};
 
 fn tables() -> Vec<&'static Kernels> {
     Isa::available()
@@ -37,7 +37,8 @@ fn reference(
             if let Some(r) = res {
                 v += f64::from(r[i * nr + j]);
             }
-            out[i * nr + j] = if relu { v.max(0.0) } else { v };
+            // ReLU keeps NaN (and −0.0): `v.max(0.0)` would drop NaN.
+            out[i * nr + j] = if relu && v < 0.0 { 0.0 } else { v };
         }
     }
     out
@@ -162,4 +163,126 @@ fn oversized_tile_is_refused() {
         false,
         None,
     );
+}
+
+/// Every table's GEMM, through every column count (the full tile, the narrow kernel, the
+/// lane kernel and the local copy), with NaN, ±∞ and −0.0 in A, B, C, the bias and the
+/// residual: NaN and +∞ come out of the fused ReLU (−∞ becomes 0), as in the f64
+/// reference. `max(v, zero)` on x86 and `f32::max` on the portable path turned NaN into 0.
+#[test]
+fn gemm_epilogue_propagates_nan_and_inf() {
+    for k in tables() {
+        let (mr, nr) = (k.mr, k.nr);
+        let (mut nan, mut inf, mut zeroed) = (0, 0, 0);
+        for (case, (kc, panels)) in [(1, 1), (5, 2), (37, 3)].into_iter().enumerate() {
+            let seed = 100 * case as u64;
+            let m = panels * mr;
+            let mut a = random_vec(panels * kc * mr + MAX_LANES, seed);
+            let mut b = random_vec(kc * nr, seed + 1);
+            let mut c0 = random_vec(m * nr, seed + 2);
+            let mut bias = random_vec(m, seed + 3);
+            let mut res = random_vec(m * nr, seed + 4);
+            sprinkle_specials(&mut a[..panels * kc * mr], 23, seed + 5);
+            sprinkle_specials(&mut b, 29, seed + 6);
+            sprinkle_specials(&mut c0, 31, seed + 7);
+            sprinkle_specials(&mut bias, 5, seed + 8);
+            sprinkle_specials(&mut res, 17, seed + 9);
+            for (accumulate, residual) in [(false, false), (true, true), (false, true)] {
+                let e = Epilogue {
+                    bias: &bias,
+                    residual: residual.then(|| MatRef::from_slice(&res, nr, m, nr)),
+                    relu: true,
+                };
+                let want: Vec<Vec<f64>> = (0..panels)
+                    .map(|p| {
+                        reference(
+                            k,
+                            kc,
+                            &a[p * kc * mr..],
+                            &b,
+                            accumulate.then_some(&c0[p * mr * nr..]),
+                            &bias[p * mr..],
+                            residual.then_some(&res[p * mr * nr..]),
+                            true,
+                        )
+                    })
+                    .collect();
+                for cols in 1..=nr {
+                    let mut c = c0.clone();
+                    let mut view = MatMut::from_slice(&mut c, nr, m, cols);
+                    k.gemm(kc, &a, kc * mr, &b, &mut view, accumulate, Some(&e));
+                    for i in 0..m {
+                        for j in 0..cols {
+                            let (g, w) = (c[i * nr + j], want[i / mr][i % mr * nr + j]);
+                            let at = format!("{k}: kc {kc} row {i} column {j} of {cols}");
+                            if w.is_nan() {
+                                assert!(g.is_nan(), "{at}: {g}, want NaN");
+                                nan += 1;
+                            } else if w.is_infinite() {
+                                assert_eq!(f64::from(g), w, "{at}");
+                                inf += 1;
+                            } else {
+                                let bound = 1e-5 * (kc as f64 + 3.0);
+                                assert!((f64::from(g) - w).abs() <= bound, "{at}: {g} vs {w}");
+                                zeroed += usize::from(w == 0.0);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The cases exercise what they claim to.
+        assert!(
+            nan > 0 && inf > 0 && zeroed > 0,
+            "{k}: {nan} {inf} {zeroed}"
+        );
+    }
+}
+
+/// ReLU of −0.0 is −0.0 and of a negative value +0.0, on every table and through every
+/// column count (`kc = 0` accumulating into C makes `v = C + bias` exactly): the rule of
+/// [`crate::activation::relu`], bit for bit, whichever ISA computes it.
+#[test]
+fn relu_bits_are_the_same_on_every_path() {
+    let values = [
+        -0.0f32,
+        0.0,
+        -3.0,
+        2.0,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    for k in tables() {
+        let (mr, nr) = (k.mr, k.nr);
+        let m = 2 * mr;
+        let c0: Vec<f32> = (0..m * nr).map(|i| values[i % values.len()]).collect();
+        let bias = vec![-0.0f32; m];
+        let e = Epilogue {
+            bias: &bias,
+            residual: None,
+            relu: true,
+        };
+        let (a, b) = (vec![0.0f32; MAX_LANES], vec![0.0f32; nr]);
+        for cols in 1..=nr {
+            let mut c = c0.clone();
+            let mut view = MatMut::from_slice(&mut c, nr, m, cols);
+            k.gemm(0, &a, 0, &b, &mut view, true, Some(&e));
+            for i in 0..m {
+                for j in 0..cols {
+                    let (g, x) = (c[i * nr + j], c0[i * nr + j]);
+                    let want = crate::activation::relu(x + -0.0);
+                    if x.to_bits() == (-0.0f32).to_bits() {
+                        assert_eq!(g.to_bits(), x.to_bits(), "{k}: relu(-0.0) = {g}");
+                    }
+                    assert!(
+                        g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                        "{k}: relu({x}) = {g} ({:#x}), want {want} ({:#x}), column {j} of {cols}",
+                        g.to_bits(),
+                        want.to_bits()
+                    );
+                }
+            }
+        }
+    }
 }
