@@ -55,7 +55,9 @@ use taopipe::tuner::{Configuration, SearchResult};
 use common::tune::trial_printer;
 use common::{JsonArg, RuntimeArgs, baseline, frame_input, frames, sayln, zoo_net};
 use taopipe::live::tune::search;
-use taopipe::live::{MeasureKind, SearchKind, SeedKind, TuneOptions, stream};
+use taopipe::live::{
+    MeasureKind, SearchKind, SeedKind, TuneOptions, allowed_places, stream, widest_place,
+};
 
 /// Runs every planner of the five papers on one net under the same conditions (same
 /// runtime, same emulated speeds, same frames) and prints one table to compare them.
@@ -281,11 +283,12 @@ impl Bench<'_> {
             Planner::PipeIt => self.pipe_it(),
             Planner::PipeSearch => self.pipe_search(planner, None),
             Planner::PipeSearchPipeIt => {
-                let (workers, units) = (self.rt.num_workers(), describe(self.model.spec()));
+                let units = describe(self.model.spec());
                 let (predictor, fit_s) = self.predictor()?;
                 let (predictor, fit_s) = (predictor.clone(), *fit_s);
                 let t = Instant::now();
-                let key = pipeit::SeedKey::new(predictor, units, workers)?;
+                let places = allowed_places(self.rt);
+                let key = pipeit::SeedKey::new(predictor, units, &places)?;
                 let extra = fit_s + t.elapsed().as_secs_f64();
                 self.pipe_search(planner, Some((key, extra)))
             }
@@ -307,7 +310,7 @@ impl Bench<'_> {
         Ok(Row {
             planner: Planner::LayerParallel.name(),
             mode: "layer-parallel",
-            configuration: format!("every layer on 0+{}", self.rt.num_workers()),
+            configuration: format!("every layer on {}", widest_place(self.rt)),
             predicted_fps: None,
             measured_fps: Some(base.throughput_fps),
             predicted_latency_ms: None,
@@ -510,21 +513,24 @@ impl Bench<'_> {
     }
 
     fn codl(&mut self) -> anyhow::Result<Row> {
-        // one device (all workers alike): CoDL splits between its two halves
+        // one device (all workers alike): CoDL splits between its two halves, where the
+        // layout allows them
+        let halves = |one: Place| {
+            let half = one.width() / 2;
+            let a = Place::new(one.leader(), one.width() - half);
+            let b = Place::new(one.leader() + one.width() - half, half);
+            let topology = self.rt.topology();
+            (half >= 1 && topology.is_allowed(a) && topology.is_allowed(b)).then_some((a, b))
+        };
         let (a, b, note) = match codl::device_pair(self.rt) {
             Ok((a, b)) => (a, b, None),
-            Err(e) => match self.devices.first().map(|d| d.place) {
-                Some(one) if one.width() >= 2 => {
-                    let half = one.width() / 2;
-                    let a = Place::new(one.leader(), one.width() - half);
-                    let b = Place::new(one.leader() + one.width() - half, half);
-                    (
-                        a,
-                        b,
-                        Some(format!("one device: split between its halves {a} and {b}")),
-                    )
-                }
-                _ => return Ok(Row::skipped(Planner::Codl, e.to_string())),
+            Err(e) => match self.devices.first().and_then(|d| halves(d.place)) {
+                Some((a, b)) => (
+                    a,
+                    b,
+                    Some(format!("one device: split between its halves {a} and {b}")),
+                ),
+                None => return Ok(Row::skipped(Planner::Codl, e.to_string())),
             },
         };
         self.bar.set_message("codl: profiling and planning");
@@ -638,10 +644,10 @@ fn main() -> anyhow::Result<()> {
         profile: None,
         predictor: None,
     };
-    // warm-up: one untimed frame on every worker
+    // warm-up: one untimed frame on every worker (the layout allows)
     bench
         .model
-        .forward(&rt, bench.input(0), Place::new(0, workers))?;
+        .forward(&rt, bench.input(0), widest_place(&rt))?;
     let mut rows = Vec::new();
     for planner in planners {
         let row = match bench.run(planner) {

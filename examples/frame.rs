@@ -9,8 +9,10 @@
 //! ```
 //! Weights are random (from `--seed`) unless `--weights` names a safetensors file exported
 //! from torchvision (see `taopipe_nets::weights`). Every layer runs as one moldable task on
-//! the place `0+width`; `--check` also runs each frame at width 1 and fails unless the
-//! outputs are bit-identical. `--profile` adds each layer's time and GFLOP/s, read from
+//! one place: `0+width` with `--width`, else the widest place the runtime's layout allows
+//! (all workers without a layout file; `taopipe_live::widest_place`). A `--width` the
+//! layout forbids at leader 0 is an error naming the widths it allows. `--check` also runs
+//! each frame on one worker and fails unless the outputs are bit-identical. `--profile` adds each layer's time and GFLOP/s, read from
 //! the runtime's trace table (a moving average over the frames run).
 //!
 //! `--serve` keeps the built model for another program to time (the peer benchmark in
@@ -30,6 +32,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use taopipe::live::{allowed_places, widest_place};
 use taopipe::nets::{BuildOptions, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
 
@@ -51,7 +54,8 @@ struct Cli {
     /// The net: vgg16, alexnet, resnet50, synth1, synth2 or synth3.
     #[arg(long, default_value = "vgg16")]
     net: String,
-    /// Workers each layer runs on (the place 0+width). Default: all of them.
+    /// Workers each layer runs on (the place 0+width; the layout must allow it). Default:
+    /// all of them, or the widest place a --layout file allows.
     #[arg(long)]
     width: Option<usize>,
     /// Frames to time (after one warm-up frame).
@@ -72,7 +76,7 @@ struct Cli {
     /// whole). Its folder must exist and take a new file: checked at start.
     #[arg(long, value_name = "FILE", value_parser = common::output_file)]
     output: Option<PathBuf>,
-    /// Also run every frame at width 1 and fail unless the outputs are bit-identical.
+    /// Also run every frame on one worker and fail unless the outputs are bit-identical.
     #[arg(long)]
     check: bool,
     /// Convolution algorithms: `auto` (Winograd F(4×4,3×3) where it pays off, else the
@@ -101,31 +105,57 @@ struct Runner<'a> {
     model: &'a Model,
     rt: &'a Runtime,
     input: &'a [f32],
-    width: usize,
-    check: bool,
+    place: Place,
+    /// With `--check`: the one-worker place every frame is compared with.
+    check: Option<Place>,
 }
 
 impl Runner<'_> {
-    /// Runs one frame on `0+width` and returns its time in ms and its output; with `check`
-    /// also at width 1, failing unless the outputs are bit-identical.
+    /// Runs one frame on `place` and returns its time in ms and its output; with `check`
+    /// also on that one worker, failing unless the outputs are bit-identical.
     fn frame(&self) -> anyhow::Result<(f64, Vec<f32>)> {
         let t = Instant::now();
         let output = self
             .model
-            .forward(self.rt, self.input.to_vec(), Place::new(0, self.width))?;
+            .forward(self.rt, self.input.to_vec(), self.place)?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        if self.check {
+        if let Some(one_place) = self.check {
             let one = self
                 .model
-                .forward(self.rt, self.input.to_vec(), Place::new(0, 1))?;
+                .forward(self.rt, self.input.to_vec(), one_place)?;
             let same = one
                 .iter()
                 .zip(&output)
                 .all(|(a, b)| a.to_bits() == b.to_bits());
-            ensure!(same, "width {} and width 1 outputs differ", self.width);
+            ensure!(
+                same,
+                "place {} and place {one_place} outputs differ",
+                self.place
+            );
         }
         Ok((ms, output))
     }
+}
+
+/// The place every layer runs on: `0+width` for `--width`, checked against the runtime's
+/// workers and layout, else the widest place the layout allows.
+fn frame_place(rt: &Runtime, width: Option<usize>) -> anyhow::Result<Place> {
+    let Some(width) = width else {
+        return Ok(widest_place(rt));
+    };
+    ensure!(
+        (1..=rt.num_workers()).contains(&width),
+        "--width {width}: this runtime has {} worker(s)",
+        rt.num_workers()
+    );
+    let places = allowed_places(rt);
+    ensure!(
+        places.allows(0, width),
+        "--width {width}: the {} allows leader 0 only widths {:?}",
+        rt.topology().source(),
+        places.widths(0)
+    );
+    Ok(Place::new(0, width))
 }
 
 /// `--conv`.
@@ -150,12 +180,12 @@ fn main() -> anyhow::Result<()> {
         None => frame_input(input_len, cli.seed),
     };
     let rt = cli.runtime.runtime()?;
-    let width = cli.width.unwrap_or(rt.num_workers());
-    ensure!(
-        (1..=rt.num_workers()).contains(&width),
-        "--width {width}: this runtime has {} worker(s)",
-        rt.num_workers()
-    );
+    let place = frame_place(&rt, cli.width)?;
+    // Every worker leads some place of width 1 (the last one at least).
+    let one_worker = (0..rt.num_workers())
+        .map(|leader| Place::new(leader, 1))
+        .find(|&p| rt.topology().is_allowed(p))
+        .context("no place of one worker")?;
     let weights: Box<dyn Weights> = match &cli.weights {
         Some(path) => Box::new(SafetensorsFile::open(path)?),
         None => Box::new(RandomWeights { seed: cli.seed }),
@@ -172,7 +202,7 @@ fn main() -> anyhow::Result<()> {
     sayln!("{}", rt.topology());
     sayln!("isa: {isa}; convolutions: {:?}", cli.conv);
     sayln!(
-        "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame; built in {:.2} s; {}, {} input; on place 0+{width}",
+        "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame; built in {:.2} s; {}, {} input; on place {place}",
         cli.net,
         model.spec().len(),
         model.spec().units().len(),
@@ -194,8 +224,8 @@ fn main() -> anyhow::Result<()> {
         model: &model,
         rt: &rt,
         input: &input,
-        width,
-        check: cli.check,
+        place,
+        check: cli.check.then_some(one_worker),
     };
     // Warm-up: page in weights, size scratch.
     let (_, warm_output) = runner.frame()?;
@@ -275,12 +305,12 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
         "throughput: {:.2} frames/s, {gflops:.1} GFLOP/s",
         1e3 / median
     );
-    if cli.check {
-        sayln!("check: every frame bit-identical to width 1");
+    if let Some(one_worker) = runner.check {
+        sayln!("check: every frame bit-identical to one worker ({one_worker})");
     }
     let times = cli
         .profile
-        .then(|| model.layer_times(&runner.rt.trace_table(), Place::new(0, runner.width)));
+        .then(|| model.layer_times(&runner.rt.trace_table(), runner.place));
     if let Some(times) = &times {
         print_profile(times, median);
     }
@@ -302,7 +332,8 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
             "gflop_per_frame": model.flops() as f64 / 1e9,
             "frame_buffer_mb": model.frame_floats() as f64 * 4e-6,
             "workers": runner.rt.num_workers(),
-            "width": runner.width,
+            "width": runner.place.width(),
+            "place": runner.place.to_string(),
             "weights": cli.weights.as_ref().map_or("random".to_string(), |p| p.display().to_string()),
             "conv": format!("{:?}", cli.conv).to_lowercase(),
             "keep_outputs": cli.keep_outputs,

@@ -12,7 +12,8 @@
 //! ```
 //! Without `--split` the pipeline is the best CV-sorted seed (paper Alg. 1) with as many
 //! stages as workers; without `--places` stage `i` gets a contiguous run of workers, widths
-//! as equal as possible.
+//! as equal as possible (under a `--layout` file, the widest place it allows inside that
+//! run; the baseline runs every layer on the widest place the layout allows).
 //!
 //! ARM-CO-UP's modes (`taopipe::live::planners::armcoup`): `--mapping` names a device per unit (`B` = the
 //! fastest device, `L` = the next, or digits `0`–`9` into the device list the example
@@ -31,13 +32,13 @@ use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use taopipe::dsl::Seeds;
-use taopipe::live::LiveMeasure;
 use taopipe::live::devices::devices;
 use taopipe::live::planners::armcoup::Mapping;
 use taopipe::live::planners::armcoup::{ScaledSpeeds, Switch, SwitchRun};
+use taopipe::live::{LiveMeasure, allowed_places, widest_place};
 use taopipe::nets::{Model, RandomWeights};
 use taopipe::runtime::{Pipeline, Place, StopSignal};
-use taopipe::tuner::{Configuration, contiguous_places};
+use taopipe::tuner::Configuration;
 
 use common::{JsonArg, RuntimeArgs, baseline, frame_input, sayln};
 
@@ -197,7 +198,7 @@ fn main() -> anyhow::Result<()> {
             };
             let places = match &cli.places {
                 Some(text) => parse_places(text)?,
-                None => contiguous_places(workers, split.len())?,
+                None => allowed_places(&rt).contiguous(split.len())?,
             };
             // The tuner's configuration checks the split and the places (counts, overlaps, fit).
             let config =
@@ -218,7 +219,10 @@ fn main() -> anyhow::Result<()> {
     for (_, place) in &runs {
         ensure!(
             rt.topology().is_allowed(*place),
-            "place {place} is not allowed by this runtime's layout"
+            "place {place} is not allowed by the {} (leader {} may use widths {:?})",
+            rt.topology().source(),
+            place.leader(),
+            rt.topology().allowed_widths(place.leader())
         );
     }
     let speeds = match &cli.speeds {
@@ -262,7 +266,7 @@ fn main() -> anyhow::Result<()> {
     model.forward(
         &rt,
         frame_input(model.input_len(), cli.seed),
-        Place::new(0, workers),
+        widest_place(&rt),
     )?;
     let bar = ProgressBar::new(2 * cli.frames).with_style(ProgressStyle::with_template(
         "{bar:30} {pos}/{len} frames {msg}",

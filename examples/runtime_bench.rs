@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use clap::Parser;
 use serde::Serialize;
-use taopipe::runtime::Runtime;
+use taopipe::runtime::{Place, Runtime};
 
 #[path = "../runtime/benches/bench/workload.rs"]
 mod workload;
@@ -34,7 +34,8 @@ use workload::{Dag, Shape};
 /// counter reaches zero. Timed: the run only; building the TaskGraph and the rayon counters
 /// is untimed. Reported: tasks per second, median of --reps runs, after warm-up runs.
 ///
-/// Fork-join latency at widths 1, 2, 4, ... and the worker count: taopipe
+/// Fork-join latency at widths 1, 2, 4, ... and the worker count (those a --layout file
+/// allows at leader 0): taopipe
 /// `rt.run_on(Place::new(0, w), body)`; rayon `pool.broadcast(body)` at the full width and
 /// `pool.install(|| rayon::scope(..))` with w spawned ranks below it (rayon may run those on
 /// fewer threads: a lower bound for rayon). Reported: ns per fork-join, median of --reps
@@ -230,7 +231,11 @@ fn main() -> Result<()> {
 
     let mut fj_rows = Vec::new();
     let n = args.fj_iters;
-    for w in workload::fork_join_widths(workers) {
+    // A layout file may forbid some widths at leader 0: only the allowed ones are timed.
+    let widths = workload::fork_join_widths(workers)
+        .into_iter()
+        .filter(|&w| rt.topology().is_allowed(Place::new(0, w)));
+    for w in widths {
         let per = |s: f64| s * 1e9 / n as f64;
         let (t_taopipe, t_rayon) = time_pair(
             args.warmup,

@@ -1,5 +1,6 @@
 //! The `frame` example as a process, the way `bench/peers/` drives it: `--input`,
-//! `--output` and the `--serve` protocol, on the tiny `synth1` net (milliseconds a frame).
+//! `--output` and the `--serve` protocol, on the tiny `synth1` net (milliseconds a frame);
+//! and under a `--layout` file that allows width 1 only.
 //!
 //! It runs the example binary that `cargo test` builds beside the test binaries
 //! (`target/<profile>/examples/frame`); with a `--test` filter cargo builds no examples, so
@@ -12,10 +13,15 @@ use std::process::{Command, Output, Stdio};
 
 use common::{example_bin, scratch, text};
 
-/// Runs `frame` with `args`, feeding `stdin`.
+/// Runs `frame` at width 1 with `args`, feeding `stdin`.
 fn frame(args: &[&str], stdin: &str) -> Output {
+    frame_on(&[&["--width", "1"], args].concat(), stdin)
+}
+
+/// Runs `frame` on synth1 with `args` (no `--width`), feeding `stdin`.
+fn frame_on(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(example_bin("frame"))
-        .args(["--net", "synth1", "--width", "1"])
+        .args(["--net", "synth1"])
         .args(args)
         .env("RUST_BACKTRACE", "0")
         .env("RUST_LIB_BACKTRACE", "0")
@@ -135,5 +141,65 @@ fn a_wrong_input_or_output_path_is_an_error_naming_it() {
         "{}",
         text(&out.stderr)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_width_one_layout_runs_frames_on_one_worker_and_refuses_a_wider_width() {
+    let dir = scratch("layout");
+    // The layout of issue 12 on (up to) two CPUs this process may use.
+    let cpus: Vec<String> = taopipe::runtime::Topology::detect()
+        .expect("detect")
+        .cpus()
+        .iter()
+        .take(2)
+        .map(|c| c.id.to_string())
+        .collect();
+    let layout = dir.join("width-1.layout");
+    let widths = vec!["1"; cpus.len()].join("\n");
+    std::fs::write(&layout, format!("{}\n{widths}\n", cpus.join(" "))).expect("layout");
+    let layout = layout.to_str().expect("utf-8");
+    let under_layout = dir.join("layout.f32");
+    let out = frame_on(
+        &[
+            "--layout",
+            layout,
+            "--frames",
+            "1",
+            "--check",
+            "--output",
+            under_layout.to_str().expect("utf-8"),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("on place 0+1"), "{stdout}");
+    assert!(stdout.contains("bit-identical"), "{stdout}");
+    // The same frame on every worker without a layout: the same bits.
+    let everywhere = dir.join("everywhere.f32");
+    let out = frame_on(
+        &[
+            "--frames",
+            "1",
+            "--output",
+            everywhere.to_str().expect("utf-8"),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read(&under_layout).expect("output"),
+        std::fs::read(&everywhere).expect("output")
+    );
+    if cpus.len() == 2 {
+        let out = frame_on(&["--layout", layout, "--width", "2"], "");
+        assert!(!out.status.success(), "--width 2 was accepted");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("--width 2") && stderr.contains("[1]") && !stderr.contains("panic"),
+            "{stderr}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

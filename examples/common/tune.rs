@@ -12,7 +12,10 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
 use taopipe::live::report::PacedRun;
-use taopipe::live::{Engine, Handle, MeasureKind, SearchKind, SeedKind, TuneOptions, frames};
+use taopipe::live::{
+    Engine, Handle, MeasureKind, SearchKind, SeedKind, TuneOptions, allowed_places, frames,
+    widest_place,
+};
 use taopipe::nets::{Model, RandomWeights, zoo};
 use taopipe::runtime::EmulationSchedule;
 use taopipe::tuner::{Configuration, StageTimes, WatchOptions};
@@ -288,9 +291,13 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
                 "not tuned (pass --tune alpha=N): running the best-CV seed {:?}",
                 seed.composition
             );
-            engine.serve(Configuration::contiguous(&seed.composition, workers)?)?;
+            let places = allowed_places(&rt);
+            engine.serve(Configuration::contiguous_on(&seed.composition, &places)?)?;
         }
-        None => sayln!("one stage: {workers} worker(s), {units} unit(s)"),
+        None => sayln!(
+            "one stage: {units} unit(s) on {} of {workers} worker(s)",
+            widest_place(&rt)
+        ),
     }
 
     // Serve frames (watched, re-tuned on change), then the layer-parallel baseline.

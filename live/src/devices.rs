@@ -6,8 +6,13 @@
 //! emulated at two speeds (`--emulate w1=powersave` on a 2-core machine) each speed its own
 //! device. Decision: devices are contiguous places (the runtime's clusters are contiguous
 //! worker ranges), listed fastest first, ties in worker order, so `B` (big) is device 0.
+//! Under a layout file that does not allow a run as one place, the run becomes several
+//! devices of the same speed, left to right each the widest place the layout allows from
+//! its first worker (a worker that leads no place fitting the run is in no device): the
+//! planners then use every worker the layout lets them, as they do without a layout.
 
 use taopipe_runtime::{Place, Runtime};
+use taopipe_tuner::AllowedPlaces;
 
 /// One device: a place and the speed factor its workers run at.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,7 +40,38 @@ pub struct Device {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn devices(rt: &Runtime) -> Vec<Device> {
+    let places = crate::stream::allowed_places(rt);
     of_workers(&rt.speeds(), |w| rt.topology().cluster_of(w))
+        .into_iter()
+        .flat_map(|d| {
+            tile(&places, d.place)
+                .into_iter()
+                .map(move |place| Device { place, ..d })
+        })
+        .collect()
+}
+
+/// `run` as allowed places, left to right, each the widest allowed from its first worker
+/// that fits the run (module docs).
+fn tile(places: &AllowedPlaces, run: Place) -> Vec<Place> {
+    let mut tiles = Vec::new();
+    let mut leader = run.leader();
+    let end = run.leader() + run.width();
+    while leader < end {
+        let fits = places
+            .widths(leader)
+            .into_iter()
+            .filter(|&w| leader + w <= end)
+            .max();
+        match fits {
+            Some(width) => {
+                tiles.push(Place::new(leader, width));
+                leader += width;
+            }
+            None => leader += 1,
+        }
+    }
+    tiles
 }
 
 /// Devices of workers with these speeds and clusters.
@@ -73,6 +109,23 @@ mod tests {
         assert_eq!(
             got,
             vec![(2, 2, 1.0), (4, 1, 1.0), (0, 2, 0.5), (5, 1, 0.25)]
+        );
+    }
+
+    #[test]
+    fn a_run_the_layout_forbids_becomes_allowed_places() {
+        let width_one = AllowedPlaces::new(vec![vec![1]; 2]).expect("legal");
+        assert_eq!(
+            tile(&width_one, Place::new(0, 2)),
+            vec![Place::new(0, 1), Place::new(1, 1)]
+        );
+        // Leader 0 leads only 3 workers, more than the run 0+2; leader 1 leads 1 or 2.
+        let odd = AllowedPlaces::new(vec![vec![3], vec![1, 2], vec![1]]).expect("legal");
+        assert_eq!(tile(&odd, Place::new(0, 2)), vec![Place::new(1, 1)]);
+        assert_eq!(tile(&odd, Place::new(0, 3)), vec![Place::new(0, 3)]);
+        assert_eq!(
+            tile(&AllowedPlaces::all(4), Place::new(1, 3)),
+            vec![Place::new(1, 3)]
         );
     }
 }

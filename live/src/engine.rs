@@ -4,7 +4,9 @@
 //! and re-tuning when the cores change, and returns a [`Report`].
 //!
 //! Until it is tuned (or told what to serve with [`Engine::serve`]) an engine serves the
-//! one-stage configuration: every unit on all workers, layer-parallel. Tuning keeps that
+//! one-stage configuration: every unit on all workers, layer-parallel (on the
+//! [`widest_place`](crate::widest_place) under a layout file). Every configuration it
+//! serves keeps to the places the runtime's layout allows. Tuning keeps that
 //! candidate (see [`crate::tune`]), so an engine never serves a configuration slower than
 //! one it has measured.
 //!
@@ -57,7 +59,7 @@ use taopipe_tuner::{
 use crate::LiveError;
 use crate::report::{Event, Latency, Report, StageReport, StreamReport, TuningReport, What};
 use crate::serve::{Gate, Pace, ServedMeasure, Server};
-use crate::stream::layer_parallel;
+use crate::stream::{allowed_places, layer_parallel};
 use crate::tune::{TuneOptions, tune};
 
 /// Tunes a net on a runtime and serves frames through the best configuration measured
@@ -120,7 +122,8 @@ impl<'rt> Engine<'rt> {
         model: Arc<Model>,
         options: TuneOptions,
     ) -> Result<Self, LiveError> {
-        let config = Configuration::contiguous(&[model.spec().units().len()], rt.num_workers())?;
+        let units = model.spec().units().len();
+        let config = Configuration::contiguous_on(&[units], &allowed_places(rt))?;
         Ok(Engine {
             rt,
             model,
@@ -187,9 +190,11 @@ impl<'rt> Engine<'rt> {
     /// Serves `config` instead (no tuning).
     ///
     /// # Errors
-    /// A configuration that does not fit the net's units or the runtime's workers.
+    /// A configuration that does not fit the net's units or the runtime's workers, or with
+    /// a place the runtime's layout does not allow.
     pub fn serve(&mut self, config: Configuration) -> Result<(), LiveError> {
         config.validate(self.model.spec().units().len(), self.rt.num_workers())?;
+        allowed_places(self.rt).check(&config)?;
         self.config = config;
         Ok(())
     }
@@ -404,7 +409,7 @@ impl<'rt> Engine<'rt> {
             times: &times,
             per_worker_ms: &per_worker_ms,
         };
-        let search = PipeSearch::new(self.options.retune_alpha, rt.num_workers());
+        let search = PipeSearch::on(self.options.retune_alpha, allowed_places(rt));
         match retune(&search, &weights, c, start, &mut measure) {
             Ok(found) => Ok(Retune::Found(found)),
             Err(SearchError::Measure(e)) => ended(&measure, e),
@@ -482,7 +487,8 @@ impl<'rt> Engine<'rt> {
     }
 
     /// Streams `source` through the layer-parallel baseline (one frame at a time, every
-    /// layer on all workers, as ONNX Runtime runs a net) under the same conditions.
+    /// layer on all workers, as ONNX Runtime runs a net; on the
+    /// [`widest_place`](crate::widest_place) under a layout) under the same conditions.
     ///
     /// # Errors
     /// A failing layer.

@@ -5,7 +5,8 @@
 //! - [`measure`]: the tuner's [`Measure`](taopipe_tuner::Measure) on a real net
 //!   ([`LiveMeasure`]), and the speed-aware seed key.
 //! - [`mod@tune`]: the live search, with the one-stage candidate it always considers.
-//! - [`mod@stream`]: the frame source, streaming a configuration, the layer-parallel baseline.
+//! - [`mod@stream`]: the frame source, streaming a configuration, the layer-parallel baseline,
+//!   the places a runtime's layout allows.
 //! - [`mod@serve`]: serving a frame source through configurations that change between
 //!   frames, and trials timed on live frames.
 //! - [`report`]: the run's [`Report`] (`Serialize`: the JSON scripts read).
@@ -34,5 +35,5 @@ pub use engine::{Engine, Handle};
 pub use error::LiveError;
 pub use measure::{LiveMeasure, LiveMode, speed_key};
 pub use report::Report;
-pub use stream::{frame_input, frames, layer_parallel, stream};
+pub use stream::{allowed_places, frame_input, frames, layer_parallel, stream, widest_place};
 pub use tune::{MeasureKind, SearchKind, SeedKind, TuneOptions};

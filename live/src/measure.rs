@@ -17,7 +17,8 @@ use taopipe_runtime::{Pipeline, Place, Runtime, RuntimeError, Stage};
 use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes};
 
 /// The speed-aware seed key for `rt` as it runs now (beyond the paper):
-/// [`taopipe_tuner::speed_key`] of the runtime's worker speeds.
+/// [`taopipe_tuner::speed_key`] of the runtime's worker speeds on the places its layout
+/// allows.
 ///
 /// The speeds are what the runtime knows — emulation factors (`--emulate`). A noisy
 /// neighbour it does not know about leaves every speed at 1, and then the seeds are
@@ -34,7 +35,7 @@ use taopipe_tuner::{Configuration, Measure, MeasureError, StageTimes};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn speed_key(rt: &Runtime) -> SpeedScaled {
-    taopipe_tuner::speed_key(rt.speeds())
+    taopipe_tuner::speed_key(rt.speeds(), &crate::stream::allowed_places(rt))
 }
 
 /// A callback after each measurement.
@@ -63,7 +64,8 @@ pub struct LiveMeasure<'a> {
 }
 
 impl<'a> LiveMeasure<'a> {
-    /// Runs `input` through the whole net once (on all workers) so every stage has inputs.
+    /// Runs `input` through the whole net once (on the [`widest_place`](crate::widest_place))
+    /// so every stage has inputs.
     ///
     /// # Errors
     /// A wrong input length, or a failing layer.
@@ -74,7 +76,8 @@ impl<'a> LiveMeasure<'a> {
         mode: LiveMode,
     ) -> Result<LiveMeasure<'a>, ModelError> {
         let frame = Arc::new(model.frame(input.clone())?);
-        rt.run(model.graph(&frame, |_| Place::new(0, rt.num_workers())))?;
+        let place = crate::stream::widest_place(rt);
+        rt.run(model.graph(&frame, |_| place))?;
         Ok(LiveMeasure {
             rt,
             model,

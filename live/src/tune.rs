@@ -7,6 +7,14 @@
 //! same measurement, and serves it if it is strictly faster than the search's best
 //! ([`SearchResult::with_prior`]): a pipeline is only worth its queues when it wins, and
 //! on equal cores it often does not.
+//!
+//! # Layouts
+//! Every configuration keeps to the places the runtime's layout allows
+//! ([`allowed_places`]): the one-stage candidate runs on the
+//! [`widest_place`](crate::widest_place), the
+//! search's stages on the widest allowed place inside their runs
+//! ([`AllowedPlaces`](taopipe_tuner::AllowedPlaces)). A layout whose runs hold no place
+//! for two stages or more leaves the one-stage configuration alone.
 
 use std::fmt;
 use std::str::FromStr;
@@ -26,7 +34,7 @@ use taopipe_tuner::{
 use crate::LiveError;
 use crate::measure::{LiveMeasure, LiveMode, speed_key};
 use crate::serve::{ServedMeasure, Server};
-use crate::stream::{frame_input, frames};
+use crate::stream::{allowed_places, frame_input, frames};
 
 /// Defines a settings enum with its names: `FromStr` (an unknown name is an error listing
 /// the known ones), `Display`, and serialisation as the name.
@@ -179,9 +187,9 @@ impl TuneOptions {
 
     fn space(&self, rt: &Runtime, model: &Model) -> SearchSpace {
         let c = self.stage_limit(rt, model);
-        SearchSpace::new(
+        SearchSpace::on(
             model.spec().units().len(),
-            rt.num_workers(),
+            allowed_places(rt),
             c,
             PlacePolicy::Contiguous,
         )
@@ -208,8 +216,8 @@ impl<M: Measure> Measure for Observed<'_, M> {
 
 /// Tunes `model` on `rt` by measuring: the one-stage candidate first, then the search
 /// from the seeds `options.seeds` names (module docs). `on_trial` sees every trial's
-/// configuration and stage times as they are measured (progress bars, trial tables). A net
-/// or runtime too small for two stages gets the one-stage configuration.
+/// configuration and stage times as they are measured (progress bars, trial tables). A net,
+/// runtime or layout with no room for two stages gets the one-stage configuration.
 ///
 /// # Errors
 /// A failing measurement or layer.
@@ -220,13 +228,13 @@ pub fn tune(
     on_trial: &mut dyn FnMut(&Configuration, &StageTimes),
 ) -> Result<SearchResult, LiveError> {
     with_measure(rt, model, options, on_trial, &mut |measure| {
-        let (workers, units) = (rt.num_workers(), model.spec().units().len());
+        let units = model.spec().units().len();
         let c = options.stage_limit(rt, model);
-        let one = Configuration::contiguous(&[units], workers)?;
+        let one = Configuration::contiguous_on(&[units], &allowed_places(rt))?;
         let start = Instant::now();
         let one_times = measure.stage_times(&one).map_err(SearchError::from)?;
         let took = start.elapsed();
-        if c < 2 {
+        if c < 2 || options.space(rt, model).size() == 0 {
             let alone = SearchResult {
                 best: one.clone(),
                 best_times: one_times.clone(),
@@ -328,10 +336,10 @@ fn run_search(
     seeds: &Seeds,
     measure: &mut dyn Measure,
 ) -> Result<SearchResult, LiveError> {
-    let (workers, units) = (rt.num_workers(), model.spec().units().len());
+    let units = model.spec().units().len();
     let c = options.stage_limit(rt, model);
     let space = options.space(rt, model);
-    let search = PipeSearch::new(options.alpha, workers);
+    let search = PipeSearch::on(options.alpha, space.places.clone());
     Ok(match options.search {
         SearchKind::Pipe => search.run(seeds, measure)?,
         SearchKind::Exhaustive => Exhaustive::new(space).run(measure)?,

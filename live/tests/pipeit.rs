@@ -22,7 +22,7 @@ use taopipe_live::planners::pipeit::{
     Predictor, Sample, StageKind, TimeMatrix, describe, describe_layers, design_points, find_split,
     pipeline_count, pipelines, plan, work_flow,
 };
-use taopipe_tuner::{Compositions, Configuration, Measure};
+use taopipe_tuner::{AllowedPlaces, Compositions, Configuration, Measure};
 
 fn uniform(rng: &mut SplitMix64) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
@@ -869,7 +869,7 @@ fn seed_key_ranks_seeds_by_predicted_time_times_weight() {
     let net = resnet50();
     let units: Vec<_> = describe(&net).into_iter().take(14).collect();
     let weights: Vec<u64> = net.unit_weights().into_iter().take(14).collect();
-    let key = SeedKey::new(predictor.clone(), units.clone(), 4).expect("key");
+    let key = SeedKey::new(predictor.clone(), units.clone(), &AllowedPlaces::all(4)).expect("key");
     let seeds = Seeds::new(&weights, 4).expect("seeds").with_key(key);
     let predicted_ns = |unit: usize, leader: usize, width: usize| {
         let one = Configuration::with_places(&[1], &[(leader, width)], 1, 4).expect("one unit");
@@ -925,7 +925,7 @@ fn seed_key_ranks_seeds_by_predicted_time_times_weight() {
         );
     }
     assert_eq!(
-        SeedKey::new(predictor, units, 6).map(|_| ()),
+        SeedKey::new(predictor, units, &AllowedPlaces::all(6)).map(|_| ()),
         Err(PredictError::UncoveredWorker {
             worker: 4,
             workers: 6

@@ -16,11 +16,11 @@ use crate::{Measure, Phase, PipeSearch, SearchError, SearchResult, SearchSpace, 
 ///
 /// let space = SearchSpace::new(7, 4, 4, PlacePolicy::EveryWidthSplit);
 /// let mut sim = SimulatedPlatform::symmetric(vec![1.0, 4.0, 8.0, 4.0, 8.0, 8.0, 4.0], 4);
-/// let result = Exhaustive::new(space).run(&mut sim)?;
+/// let result = Exhaustive::new(space.clone()).run(&mut sim)?;
 /// assert_eq!(result.trials.len() as u128, space.size());
 /// # Ok::<(), taopipe_tuner::SearchError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exhaustive {
     /// The space to enumerate.
     pub space: SearchSpace,
@@ -51,7 +51,7 @@ impl Exhaustive {
 fn no_stage_counts(space: &SearchSpace) -> SearchError {
     SearchError::NoStageCounts {
         units: space.units,
-        workers: space.workers,
+        workers: space.workers(),
         max_stages: space.max_stages,
     }
 }
@@ -76,7 +76,7 @@ fn no_stage_counts(space: &SearchSpace) -> SearchError {
 /// assert!(result.best_ms() <= 15.0);
 /// # Ok::<(), taopipe_tuner::SearchError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RandomWalk {
     /// The space to draw from.
     pub space: SearchSpace,

@@ -24,6 +24,11 @@
 //! Workers are numbered so that a cluster is a contiguous range (as the runtime's
 //! topology numbers them), so "stages in order over the workers" fills one cluster before
 //! the next and a stage spans two clusters only where a run crosses the boundary.
+//!
+//! Under a layout that allows fewer places ([`AllowedPlaces`]) both policies keep to the
+//! allowed ones: Contiguous puts each stage on the widest allowed place inside its run
+//! (some workers may then idle, and a stage count whose run holds no allowed place has
+//! no mapping), EveryWidthSplit lists the splits of all workers into allowed places.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -31,6 +36,8 @@ use std::ops::{Range, RangeInclusive};
 
 use serde::{Deserialize, Serialize};
 use taopipe_dsl::{SplitMix64, composition_count};
+
+use crate::places::AllowedPlaces;
 
 /// One pipeline stage: `layers` consecutive units on the workers `leader .. leader + width`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -126,6 +133,40 @@ pub enum ConfigError {
         /// Stages of the composition.
         stages: usize,
     },
+    /// A stage's place is one the platform's layout does not allow.
+    #[error(
+        "stage {stage}: place {leader}+{width} is not allowed (leader {leader} may use widths {allowed:?})"
+    )]
+    PlaceNotAllowed {
+        /// The stage (0-based).
+        stage: usize,
+        /// Its leader.
+        leader: usize,
+        /// Its width.
+        width: usize,
+        /// The widths the layout allows at that leader.
+        allowed: Vec<usize>,
+    },
+    /// A stage's run of workers holds no place the layout allows.
+    #[error("stage {stage}: no allowed place inside its workers {leader}+{width}")]
+    NoAllowedPlace {
+        /// The stage (0-based).
+        stage: usize,
+        /// First worker of its run.
+        leader: usize,
+        /// Workers in its run.
+        width: usize,
+    },
+    /// An allowed width of 0, or one that runs past the last worker.
+    #[error("leader {leader}: width {width} does not fit {workers} workers")]
+    LayoutWidth {
+        /// The leader worker.
+        leader: usize,
+        /// The width.
+        width: usize,
+        /// Workers of the platform.
+        workers: usize,
+    },
 }
 
 /// A pipeline configuration: ordered stages, each a run of consecutive units on a
@@ -193,9 +234,30 @@ impl Configuration {
     /// [`ConfigError::TooManyStages`] when there are more stages than workers, else as
     /// [`Configuration::validate`].
     pub fn contiguous(composition: &[usize], workers: usize) -> Result<Self, ConfigError> {
-        let places = contiguous_places(workers, composition.len())?;
+        Configuration::contiguous_on(composition, &AllowedPlaces::all(workers))
+    }
+
+    /// The composition placed by [`PlacePolicy::Contiguous`] on `places`: each stage on
+    /// the widest allowed place inside its run ([`AllowedPlaces::contiguous`]).
+    ///
+    /// ```
+    /// use taopipe_tuner::{AllowedPlaces, Configuration};
+    ///
+    /// let width_one = AllowedPlaces::new(vec![vec![1], vec![1]])?;
+    /// assert_eq!(Configuration::contiguous_on(&[7], &width_one)?.to_string(), "[7]@{0+1}");
+    /// # Ok::<(), taopipe_tuner::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`AllowedPlaces::contiguous`], else as [`Configuration::validate`].
+    pub fn contiguous_on(
+        composition: &[usize],
+        places: &AllowedPlaces,
+    ) -> Result<Self, ConfigError> {
+        let placed = places.contiguous(composition.len())?;
         let units = composition.iter().fold(0usize, |a, &n| a.saturating_add(n));
-        Configuration::with_places(composition, &places, units, workers)
+        Configuration::with_places(composition, &placed, units, places.workers())
     }
 
     /// Checks the configuration for a net of `units` units on `workers` workers: at least
@@ -329,53 +391,64 @@ pub enum PlacePolicy {
 }
 
 impl PlacePolicy {
-    /// How many place mappings `stages` stages have on `workers` workers: 1 (Contiguous)
-    /// or `C(workers − 1, stages − 1)` (EveryWidthSplit); 0 when `stages` is 0 or exceeds
-    /// `workers`. Saturates at `u128::MAX`.
+    /// How many place mappings `stages` stages have on `places`: without a restriction 1
+    /// (Contiguous) or `C(workers − 1, stages − 1)` (EveryWidthSplit); 0 when `stages` is
+    /// 0 or exceeds the workers. Under a restriction, Contiguous has 1 when every stage's
+    /// run holds an allowed place, and EveryWidthSplit counts the splits of the workers
+    /// into allowed places. Saturates at `u128::MAX`.
     ///
     /// ```
-    /// use taopipe_tuner::PlacePolicy;
+    /// use taopipe_tuner::{AllowedPlaces, PlacePolicy};
     ///
-    /// assert_eq!(PlacePolicy::Contiguous.mapping_count(4, 3), 1);
-    /// assert_eq!(PlacePolicy::EveryWidthSplit.mapping_count(4, 3), 3);
-    /// assert_eq!(PlacePolicy::EveryWidthSplit.mapping_count(3, 4), 0);
+    /// let four = AllowedPlaces::all(4);
+    /// assert_eq!(PlacePolicy::Contiguous.mapping_count(&four, 3), 1);
+    /// assert_eq!(PlacePolicy::EveryWidthSplit.mapping_count(&four, 3), 3);
+    /// assert_eq!(PlacePolicy::EveryWidthSplit.mapping_count(&AllowedPlaces::all(3), 4), 0);
     /// ```
-    pub fn mapping_count(self, workers: usize, stages: usize) -> u128 {
+    pub fn mapping_count(self, places: &AllowedPlaces, stages: usize) -> u128 {
+        let workers = places.workers();
         if stages == 0 || stages > workers {
             return 0;
         }
         match self {
-            PlacePolicy::Contiguous => 1,
-            PlacePolicy::EveryWidthSplit => composition_count(workers, stages).unwrap_or(u128::MAX),
+            PlacePolicy::Contiguous => u128::from(places.contiguous(stages).is_ok()),
+            PlacePolicy::EveryWidthSplit if places.allows_every_run() => {
+                composition_count(workers, stages).unwrap_or(u128::MAX)
+            }
+            PlacePolicy::EveryWidthSplit => places.tilings(stages)[stages][0],
         }
     }
 
-    /// The place mappings of `stages` stages on `workers` workers, each one `(leader,
-    /// width)` per stage; EveryWidthSplit lists the worker compositions in lexicographic
-    /// order of their widths.
+    /// The place mappings of `stages` stages on `places`, each one `(leader, width)` per
+    /// stage: Contiguous gives [`AllowedPlaces::contiguous`] (none when a run holds no
+    /// allowed place); EveryWidthSplit lists the splits of the workers into allowed
+    /// places in lexicographic order of their widths.
     ///
     /// ```
-    /// use taopipe_tuner::PlacePolicy;
+    /// use taopipe_tuner::{AllowedPlaces, PlacePolicy};
     ///
-    /// assert_eq!(PlacePolicy::Contiguous.mappings(4, 3), vec![vec![(0, 2), (2, 1), (3, 1)]]);
+    /// let four = AllowedPlaces::all(4);
+    /// assert_eq!(PlacePolicy::Contiguous.mappings(&four, 3), vec![vec![(0, 2), (2, 1), (3, 1)]]);
     /// assert_eq!(
-    ///     PlacePolicy::EveryWidthSplit.mappings(4, 3),
+    ///     PlacePolicy::EveryWidthSplit.mappings(&four, 3),
     ///     vec![
     ///         vec![(0, 1), (1, 1), (2, 2)],
     ///         vec![(0, 1), (1, 2), (3, 1)],
     ///         vec![(0, 2), (2, 1), (3, 1)],
     ///     ]
     /// );
+    /// let width_one = AllowedPlaces::new(vec![vec![1]; 4])?;
+    /// assert_eq!(PlacePolicy::Contiguous.mappings(&width_one, 2), vec![vec![(0, 1), (2, 1)]]);
+    /// assert!(PlacePolicy::EveryWidthSplit.mappings(&width_one, 2).is_empty());
+    /// # Ok::<(), taopipe_tuner::ConfigError>(())
     /// ```
-    pub fn mappings(self, workers: usize, stages: usize) -> Vec<Vec<(usize, usize)>> {
-        if stages == 0 || stages > workers {
+    pub fn mappings(self, places: &AllowedPlaces, stages: usize) -> Vec<Vec<(usize, usize)>> {
+        if stages == 0 || stages > places.workers() {
             return Vec::new();
         }
         match self {
-            PlacePolicy::Contiguous => contiguous_places(workers, stages).into_iter().collect(),
-            PlacePolicy::EveryWidthSplit => Compositions::new(workers, stages)
-                .map(|widths| places_of_widths(&widths))
-                .collect(),
+            PlacePolicy::Contiguous => places.contiguous(stages).into_iter().collect(),
+            PlacePolicy::EveryWidthSplit => places.tilings_of(stages),
         }
     }
 }
@@ -479,15 +552,15 @@ impl Iterator for Compositions {
     }
 }
 
-/// The search space of a tuner: every configuration of `units` units on `workers` workers
-/// with `2..=max_stages` stages, placed by `policy` (paper Eq. 4, with places made
-/// explicit).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The search space of a tuner: every configuration of `units` units on the allowed places
+/// of the workers with `2..=max_stages` stages, placed by `policy` (paper Eq. 4, with
+/// places made explicit).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchSpace {
     /// Units of the net (`M`).
     pub units: usize,
-    /// Workers of the platform.
-    pub workers: usize,
+    /// The places stages may use (every contiguous run of the workers, or a layout's).
+    pub places: AllowedPlaces,
     /// The most stages (`C`; the paper takes the core count).
     pub max_stages: usize,
     /// How stages are placed.
@@ -495,23 +568,45 @@ pub struct SearchSpace {
 }
 
 impl SearchSpace {
-    /// The space of `units` units on `workers` workers, `C = max_stages`.
+    /// The space of `units` units on `workers` workers (every contiguous run allowed),
+    /// `C = max_stages`.
     pub fn new(units: usize, workers: usize, max_stages: usize, policy: PlacePolicy) -> Self {
+        SearchSpace::on(units, AllowedPlaces::all(workers), max_stages, policy)
+    }
+
+    /// The space of `units` units on `places` (e.g. a layout file's), `C = max_stages`.
+    ///
+    /// ```
+    /// use taopipe_tuner::{AllowedPlaces, PlacePolicy, SearchSpace};
+    ///
+    /// let width_one = AllowedPlaces::new(vec![vec![1]; 3])?;
+    /// let space = SearchSpace::on(5, width_one, 3, PlacePolicy::Contiguous);
+    /// assert!(space.iter().all(|c| c.places().iter().all(|&(_, w)| w == 1)));
+    /// assert_eq!(space.iter().count() as u128, space.size());
+    /// # Ok::<(), taopipe_tuner::ConfigError>(())
+    /// ```
+    pub fn on(units: usize, places: AllowedPlaces, max_stages: usize, policy: PlacePolicy) -> Self {
         SearchSpace {
             units,
-            workers,
+            places,
             max_stages,
             policy,
         }
     }
 
-    /// The stage counts searched: `2..=min(max_stages, units, workers)` (empty when that
-    /// is below 2).
-    pub fn stage_counts(&self) -> RangeInclusive<usize> {
-        2..=self.max_stages.min(self.units).min(self.workers)
+    /// Workers of the platform.
+    pub fn workers(&self) -> usize {
+        self.places.workers()
     }
 
-    /// The number of configurations, [`space_size`] in closed form.
+    /// The stage counts searched: `2..=min(max_stages, units, workers)` (empty when that
+    /// is below 2). Under a layout a count may have no mapping, and then no configuration.
+    pub fn stage_counts(&self) -> RangeInclusive<usize> {
+        2..=self.max_stages.min(self.units).min(self.workers())
+    }
+
+    /// The number of configurations: [`space_size`] in closed form without a layout;
+    /// under one, the place mappings are counted.
     ///
     /// ```
     /// use taopipe_tuner::{PlacePolicy, SearchSpace};
@@ -520,14 +615,14 @@ impl SearchSpace {
     /// assert_eq!(SearchSpace::new(21, 4, 4, PlacePolicy::Contiguous).size(), 20 + 190 + 1140);
     /// ```
     pub fn size(&self) -> u128 {
-        space_size(self.units, self.workers, self.stage_counts(), self.policy)
+        size_on(self.units, &self.places, self.stage_counts(), self.policy)
     }
 
     /// Every configuration once: stage counts ascending, then compositions in
     /// lexicographic order, then place mappings in the order of [`PlacePolicy::mappings`].
     pub fn iter(&self) -> SpaceIter {
         SpaceIter {
-            space: *self,
+            space: self.clone(),
             counts: self.stage_counts(),
             current: None,
         }
@@ -535,7 +630,8 @@ impl SearchSpace {
 
     /// One configuration drawn uniformly from the space (`None` when it is empty or its
     /// size overflows `u128`): a stage count with probability proportional to its share of
-    /// the space, then uniform layer and worker compositions.
+    /// the space, then uniform layer and worker compositions (under a layout, a uniform
+    /// split of the workers into allowed places).
     pub fn sample(&self, rng: &mut SplitMix64) -> Option<Configuration> {
         let size = self.size();
         if size == 0 || size == u128::MAX {
@@ -545,7 +641,7 @@ impl SearchSpace {
         let mut stages = None;
         for p in self.stage_counts() {
             let n = composition_count(self.units, p)?
-                .checked_mul(self.policy.mapping_count(self.workers, p))?;
+                .checked_mul(self.policy.mapping_count(&self.places, p))?;
             if r < n {
                 stages = Some(p);
                 break;
@@ -554,14 +650,50 @@ impl SearchSpace {
         }
         let p = stages?;
         let composition = random_composition(rng, self.units, p);
+        let workers = self.workers();
         let places = match self.policy {
-            PlacePolicy::Contiguous => contiguous_places(self.workers, p).ok()?,
-            PlacePolicy::EveryWidthSplit => {
-                places_of_widths(&random_composition(rng, self.workers, p))
+            PlacePolicy::Contiguous => self.places.contiguous(p).ok()?,
+            PlacePolicy::EveryWidthSplit if self.places.allows_every_run() => {
+                places_of_widths(&random_composition(rng, workers, p))
             }
+            PlacePolicy::EveryWidthSplit => random_tiling(rng, &self.places, p)?,
         };
-        Configuration::with_places(&composition, &places, self.units, self.workers).ok()
+        Configuration::with_places(&composition, &places, self.units, workers).ok()
     }
+}
+
+/// A uniform split of the workers into `stages` allowed places, in order (`None` when
+/// there is none).
+fn random_tiling(
+    rng: &mut SplitMix64,
+    places: &AllowedPlaces,
+    stages: usize,
+) -> Option<Vec<(usize, usize)>> {
+    let ways = places.tilings(stages);
+    let mut pos = 0;
+    let mut out = Vec::with_capacity(stages);
+    for left in (1..=stages).rev() {
+        let total = ways[left][pos];
+        if total == 0 {
+            return None;
+        }
+        let mut r = uniform_u128(rng, total);
+        let mut chosen = None;
+        for width in places.widths(pos) {
+            let Some(&n) = ways[left - 1].get(pos + width) else {
+                break;
+            };
+            if r < n {
+                chosen = Some(width);
+                break;
+            }
+            r -= n;
+        }
+        let width = chosen?;
+        out.push((pos, width));
+        pos += width;
+    }
+    Some(out)
 }
 
 /// Uniform in `0..n` (`n ≥ 1`), by rejection.
@@ -651,7 +783,7 @@ impl Iterator for SpaceIter {
                 }
             }
             let p = self.counts.next()?;
-            let mappings = self.space.policy.mappings(self.space.workers, p);
+            let mappings = self.space.policy.mappings(&self.space.places, p);
             let mut comps = Compositions::new(self.space.units, p);
             let first = comps.next();
             self.current = Some((comps, mappings, first, 0));
@@ -676,11 +808,21 @@ pub fn space_size(
     stage_counts: RangeInclusive<usize>,
     policy: PlacePolicy,
 ) -> u128 {
+    size_on(units, &AllowedPlaces::all(workers), stage_counts, policy)
+}
+
+/// [`space_size`] on `places`.
+fn size_on(
+    units: usize,
+    places: &AllowedPlaces,
+    stage_counts: RangeInclusive<usize>,
+    policy: PlacePolicy,
+) -> u128 {
     stage_counts
         .map(|p| {
             composition_count(units, p)
                 .unwrap_or(u128::MAX)
-                .saturating_mul(policy.mapping_count(workers, p))
+                .saturating_mul(policy.mapping_count(places, p))
         })
         .fold(0u128, u128::saturating_add)
 }

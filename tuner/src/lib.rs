@@ -1,5 +1,5 @@
-//! Online tuning of CNN pipelines: pipeline [`Configuration`]s with explicit places, the
-//! [`Measure`] trait with a [`SimulatedPlatform`] and a [`Robust`] wrapper, **Pipe-search**
+//! Online tuning of CNN pipelines: pipeline [`Configuration`]s with explicit places (kept
+//! to the [`AllowedPlaces`] of a layout file), the [`Measure`] trait with a [`SimulatedPlatform`] and a [`Robust`] wrapper, **Pipe-search**
 //! (the paper's Alg. 2, [`PipeSearch`]) and its baselines ([`Exhaustive`], [`RandomWalk`],
 //! [`pipe_search_without_hints`]), and serialisable [`Report`]s.
 //!
@@ -16,7 +16,7 @@
 //! let mut sim = SimulatedPlatform::tx2(costs, Tx2Governor::Setting3);
 //! let found = PipeSearch::new(10, 4).run(&Seeds::new(&SYNTH2, 4)?, &mut sim)?;
 //! let space = SearchSpace::new(SYNTH2.len(), 4, 4, PlacePolicy::Contiguous);
-//! let truth = Exhaustive::new(space).run(&mut sim)?;
+//! let truth = Exhaustive::new(space.clone()).run(&mut sim)?;
 //! println!("Pipe-search: {} ({:.1} ms) in {} of {} trials", found.best, found.best_ms(),
 //!          found.trials.len(), space.size());
 //! assert!(found.best_ms() <= truth.best_ms() * 1.05);
@@ -28,6 +28,7 @@ mod baselines;
 mod config;
 mod measure;
 mod pipe_search;
+mod places;
 mod report;
 mod retune;
 mod simulated;
@@ -45,6 +46,7 @@ pub use measure::{
     Measure, MeasureError, Robust, RobustOptions, StageTimes, median, median_without_outliers,
 };
 pub use pipe_search::PipeSearch;
+pub use places::AllowedPlaces;
 pub use report::{BestRecord, Report};
 pub use retune::{CONFIRM_MAX, WarmStart, confirm, retune};
 pub use simulated::{

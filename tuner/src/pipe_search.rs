@@ -27,6 +27,8 @@
 //!   lazy [`SeedIter`](taopipe_dsl::SeedIter) over the net's *unit* weights, ties broken
 //!   lexicographically. It is placed on the workers by [`PlacePolicy::Contiguous`]
 //!   (one mapping per stage count): the paper searches layer distributions, not places.
+//!   Under a layout ([`AllowedPlaces`]) each stage takes the widest allowed place inside
+//!   its run, and a stage count whose runs hold no allowed place is not searched.
 //! * **Line 1, "the seed which yielded minimum"**: before phase 1 we measure the seed
 //!   `S[p][0]` of every stage count `p = 2..=C`, in order (phase [`Phase::Seed`]);
 //!   `S_min` is the one with the least `T_s`, the earliest on ties.
@@ -59,9 +61,8 @@ use std::time::Instant;
 
 use taopipe_dsl::{SeedIter, Seeds};
 
-use crate::config::contiguous_places;
 use crate::trial::Evaluator;
-use crate::{Configuration, Measure, Phase, SearchError, SearchResult, StopReason};
+use crate::{AllowedPlaces, Configuration, Measure, Phase, SearchError, SearchResult, StopReason};
 
 /// Pipe-search (Alg. 2) with confidence `alpha` on `workers` workers.
 ///
@@ -77,19 +78,22 @@ use crate::{Configuration, Measure, Phase, SearchError, SearchResult, StopReason
 /// assert_eq!(sim.measurements() as usize, result.trials.len());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipeSearch {
     /// Trials without improvement before a loop gives up (α).
     pub alpha: usize,
-    /// Workers of the platform; stages are placed by [`PlacePolicy::Contiguous`](crate::PlacePolicy::Contiguous).
-    pub workers: usize,
+    /// The places of the platform; stages are placed by
+    /// [`PlacePolicy::Contiguous`](crate::PlacePolicy::Contiguous) on them.
+    pub places: AllowedPlaces,
 }
 
-/// One stage count's CV-sorted list `S[p]`, read lazily, with the next position `c`.
+/// One stage count's CV-sorted list `S[p]`, read lazily, with the next position `c` and
+/// the places of its stages.
 struct SortedList {
     stages: usize,
     iter: SeedIter,
     next: usize,
+    places: Vec<(usize, usize)>,
 }
 
 impl SortedList {
@@ -100,17 +104,27 @@ impl SortedList {
         };
         let c = self.next;
         self.next += 1;
-        let places = contiguous_places(workers, self.stages)?;
         let units = self.iter.layers();
-        let config = Configuration::with_places(&seed.composition, &places, units, workers)?;
+        let config = Configuration::with_places(&seed.composition, &self.places, units, workers)?;
         Ok(Some((config, c)))
     }
 }
 
 impl PipeSearch {
-    /// Pipe-search with confidence `alpha` on `workers` workers.
+    /// Pipe-search with confidence `alpha` on `workers` workers (every contiguous run
+    /// allowed).
     pub fn new(alpha: usize, workers: usize) -> Self {
-        PipeSearch { alpha, workers }
+        PipeSearch::on(alpha, AllowedPlaces::all(workers))
+    }
+
+    /// Pipe-search with confidence `alpha` on `places` (e.g. a layout file's).
+    pub fn on(alpha: usize, places: AllowedPlaces) -> Self {
+        PipeSearch { alpha, places }
+    }
+
+    /// Workers of the platform.
+    pub fn workers(&self) -> usize {
+        self.places.workers()
     }
 
     /// Runs Alg. 2 over the seeds (`S`, one CV-sorted list per stage count
@@ -158,23 +172,28 @@ impl PipeSearch {
         let start = Instant::now();
         let units = seeds.weights().len();
         let counts = seeds.stage_counts();
-        let max_stages = (*counts.end()).min(self.workers);
-        if max_stages < 2 {
-            return Err(SearchError::NoStageCounts {
-                units,
-                workers: self.workers,
-                max_stages: *counts.end(),
-            });
-        }
+        let workers = self.workers();
+        let no_stage_counts = SearchError::NoStageCounts {
+            units,
+            workers,
+            max_stages: *counts.end(),
+        };
+        let max_stages = (*counts.end()).min(workers);
+        // Stage counts whose runs hold no allowed place are not searched (module docs).
         let mut lists: Vec<SortedList> = (2..=max_stages)
-            .map(|p| {
+            .filter_map(|p| Some((p, self.places.contiguous(p).ok()?)))
+            .map(|(p, places)| {
                 Ok(SortedList {
                     stages: p,
                     iter: seeds.iter(p)?,
                     next: 0,
+                    places,
                 })
             })
             .collect::<Result<_, SearchError>>()?;
+        if lists.is_empty() {
+            return Err(no_stage_counts);
+        }
         let mut eval = Evaluator::new();
         for (config, times) in known {
             eval.know(config.clone(), times, Phase::Current);
@@ -183,7 +202,7 @@ impl PipeSearch {
         // Line 1: S_min ← the best of the seeds S[p][0].
         let mut seeds_of: Vec<Option<Configuration>> = Vec::with_capacity(lists.len());
         for list in &mut lists {
-            let seed = list.next(self.workers)?;
+            let seed = list.next(workers)?;
             if let Some((config, c)) = &seed {
                 eval.visit(measure, config.clone(), Phase::Seed, Some(c + 1))?;
             }
@@ -197,7 +216,7 @@ impl PipeSearch {
             while gamma < self.alpha {
                 let (config, c) = match pending.take() {
                     Some(config) => (config, 0),
-                    None => match list.next(self.workers)? {
+                    None => match list.next(workers)? {
                         Some(next) => next,
                         None => break, // S[p] exhausted
                     },
@@ -214,12 +233,16 @@ impl PipeSearch {
         }
 
         // Lines 17–30: phase 2 on the stage count of S_min.
-        let p = eval.best_stage_count(2..=max_stages).unwrap_or(2);
-        let list = &mut lists[p - 2];
+        let searched: Vec<usize> = lists.iter().map(|l| l.stages).collect();
+        let p = eval.best_stage_count(&searched).unwrap_or(searched[0]);
+        let list = lists
+            .iter_mut()
+            .find(|l| l.stages == p)
+            .ok_or_else(|| no_stage_counts.clone())?;
         let mut gamma = 0;
         let mut stopped = StopReason::Confidence;
         while gamma < self.alpha {
-            let Some((config, c)) = list.next(self.workers)? else {
+            let Some((config, c)) = list.next(workers)? else {
                 stopped = StopReason::Exhausted;
                 break;
             };
@@ -230,12 +253,7 @@ impl PipeSearch {
                 gamma += 1;
             }
         }
-        eval.finish(start.elapsed(), stopped)
-            .ok_or(SearchError::NoStageCounts {
-                units,
-                workers: self.workers,
-                max_stages: *counts.end(),
-            })
+        eval.finish(start.elapsed(), stopped).ok_or(no_stage_counts)
     }
 }
 

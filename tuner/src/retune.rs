@@ -74,13 +74,15 @@ pub fn retune<M: Measure + ?Sized>(
     start: WarmStart<'_>,
     measure: &mut M,
 ) -> Result<SearchResult, SearchError> {
-    let workers = search.workers;
+    let workers = search.workers();
     let speeds = worker_speeds(start.current, weights, start.per_worker_ms);
-    let one = Configuration::contiguous(&[weights.len()], workers)?;
+    let one = Configuration::contiguous_on(&[weights.len()], &search.places)?;
     let known = [(start.current.clone(), start.times.clone())];
     let c = max_stages.min(workers).min(weights.len());
-    let found = if c >= 2 {
-        let seeds = Seeds::new(weights, c)?.with_key(speed_key(speeds));
+    // A layout may leave no stage count of 2..=c a place for every stage.
+    let searchable = (2..=c).any(|p| search.places.contiguous(p).is_ok());
+    let found = if searchable {
+        let seeds = Seeds::new(weights, c)?.with_key(speed_key(speeds, &search.places));
         search.run_warm(&seeds, measure, &known)?
     } else {
         SearchResult {

@@ -3,26 +3,31 @@
 
 use taopipe_dsl::SpeedScaled;
 
-use crate::Configuration;
-use crate::config::contiguous_places;
+use crate::{AllowedPlaces, Configuration};
 
 /// The speed-aware seed key for workers of relative speeds `speeds` (beyond the paper; see
 /// [`SpeedScaled`]): stage `r` of `p` stages sits on the `r`-th of
-/// [`contiguous_places`]`(workers, p)`, whose time per unit of weight is taken as
-/// `1 / (slowest worker's speed × width)`. With equal speeds the seeds are the paper's.
+/// [`places.contiguous(p)`](AllowedPlaces::contiguous) (the places Pipe-search gives it),
+/// whose time per unit of weight is taken as `1 / (slowest worker's speed × width)`. With
+/// equal speeds the seeds are the paper's.
 ///
 /// ```
 /// use taopipe_dsl::Seeds;
+/// use taopipe_tuner::{AllowedPlaces, speed_key};
 ///
-/// let seeds = Seeds::new(&[1; 9], 2)?.with_key(taopipe_tuner::speed_key(vec![1.0, 0.5]));
+/// let key = speed_key(vec![1.0, 0.5], &AllowedPlaces::all(2));
+/// let seeds = Seeds::new(&[1; 9], 2)?.with_key(key);
 /// assert_eq!(seeds.top_k(2, 1)?[0].composition, vec![6, 3]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn speed_key(speeds: Vec<f64>) -> SpeedScaled {
+pub fn speed_key(speeds: Vec<f64>, places: &AllowedPlaces) -> SpeedScaled {
+    let places = places.clone();
     SpeedScaled::new(move |p, r| {
-        let Some((leader, width)) = contiguous_places(speeds.len(), p)
+        let Some((leader, width)) = places
+            .contiguous(p)
             .ok()
             .and_then(|places| places.get(r).copied())
+            .filter(|&(leader, width)| leader + width <= speeds.len())
         else {
             return 1.0;
         };

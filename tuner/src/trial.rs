@@ -3,7 +3,6 @@
 //! is measured twice.
 
 use std::collections::HashMap;
-use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -158,8 +157,11 @@ pub enum SearchError {
     /// A configuration could not be built.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// No stage count in `2..=C` fits the units and the workers.
-    #[error("no stage count to search: {units} units, {workers} workers, C = {max_stages}")]
+    /// No stage count in `2..=C` fits the units and the workers (or, under a layout, has
+    /// an allowed place for every stage).
+    #[error(
+        "no stage count to search: {units} units, {workers} workers, C = {max_stages} (each stage needs a unit, a worker and an allowed place)"
+    )]
     NoStageCounts {
         /// Units of the net.
         units: usize,
@@ -261,7 +263,7 @@ impl Evaluator {
 
     /// The stage count of the fastest configuration so far among those of `counts` stages
     /// (a re-tune's known one-stage configuration can be the best, but has no list).
-    pub(crate) fn best_stage_count(&self, counts: RangeInclusive<usize>) -> Option<usize> {
+    pub(crate) fn best_stage_count(&self, counts: &[usize]) -> Option<usize> {
         self.trials
             .iter()
             .filter(|t| counts.contains(&t.configuration.stage_count()))

@@ -103,7 +103,9 @@ fn tune(platform: Platform, weights: &[u64]) -> Outcome {
         "the full mapping space contains the contiguous one"
     );
     if space.size() <= EXHAUSTIVE_MAX {
-        let truth = Exhaustive::new(space).run(&mut sim).expect("exhaustive");
+        let truth = Exhaustive::new(space.clone())
+            .run(&mut sim)
+            .expect("exhaustive");
         assert_eq!(truth.trials.len() as u128, space.size());
         assert_eq!(truth.best_ms(), optimum, "DP and exhaustive disagree");
     }

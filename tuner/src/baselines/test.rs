@@ -3,7 +3,9 @@ use std::collections::HashSet;
 use taopipe_dsl::{SYNTH1, SYNTH2, Seeds};
 
 use super::*;
-use crate::{Configuration, MeasureError, PlacePolicy, SimulatedPlatform, StageTimes};
+use crate::{
+    AllowedPlaces, Configuration, MeasureError, PlacePolicy, SimulatedPlatform, StageTimes,
+};
 
 /// Counts every measurement per configuration; times from the weights on symmetric workers.
 struct Counting {
@@ -29,7 +31,7 @@ fn exhaustive_visits_every_configuration_once() {
                         sim: SimulatedPlatform::symmetric(vec![1.0; units], workers),
                         seen: Vec::new(),
                     };
-                    let result = Exhaustive::new(space).run(&mut m);
+                    let result = Exhaustive::new(space.clone()).run(&mut m);
                     let size = space.size();
                     if size == 0 {
                         assert!(matches!(result, Err(SearchError::NoStageCounts { .. })));
@@ -51,7 +53,7 @@ fn exhaustive_visits_every_configuration_once() {
                         .stage_counts()
                         .map(|p| {
                             crate::Compositions::new(units, p).count()
-                                * policy.mappings(workers, p).len()
+                                * policy.mappings(&AllowedPlaces::all(workers), p).len()
                         })
                         .sum();
                     assert_eq!(by_enumeration as u128, size);
@@ -80,7 +82,7 @@ fn random_walk_reaches_a_target_and_respects_its_budget() {
     let costs: Vec<f64> = SYNTH2.iter().map(|&w| w as f64).collect();
     let space = SearchSpace::new(SYNTH2.len(), 4, 4, PlacePolicy::Contiguous);
     let mut sim = SimulatedPlatform::symmetric(costs.clone(), 4);
-    let optimum = Exhaustive::new(space)
+    let optimum = Exhaustive::new(space.clone())
         .run(&mut sim)
         .expect("runs")
         .best_ms();
@@ -89,7 +91,7 @@ fn random_walk_reaches_a_target_and_respects_its_budget() {
     let target = optimum * 1.1;
     let mut sim = SimulatedPlatform::symmetric(costs.clone(), 4);
     let walk = RandomWalk {
-        space,
+        space: space.clone(),
         seed: 7,
         target_ms: Some(target),
         budget: 10_000,
@@ -124,7 +126,7 @@ fn random_walk_reaches_a_target_and_respects_its_budget() {
     let walk = RandomWalk {
         target_ms: Some(0.0),
         budget: 25,
-        ..walk
+        ..walk.clone()
     };
     let result = walk
         .run(&mut SimulatedPlatform::symmetric(costs.clone(), 4))
@@ -135,7 +137,7 @@ fn random_walk_reaches_a_target_and_respects_its_budget() {
     // a budget larger than the space: every configuration once, then it stops
     let small = SearchSpace::new(7, 4, 4, PlacePolicy::Contiguous);
     let walk = RandomWalk {
-        space: small,
+        space: small.clone(),
         seed: 1,
         target_ms: None,
         budget: 1_000,

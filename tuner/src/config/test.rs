@@ -149,8 +149,11 @@ fn mappings_match_their_count_and_are_valid() {
     for workers in 1..=9 {
         for p in 0..=workers + 1 {
             for policy in [PlacePolicy::Contiguous, PlacePolicy::EveryWidthSplit] {
-                let maps = policy.mappings(workers, p);
-                assert_eq!(maps.len() as u128, policy.mapping_count(workers, p));
+                let maps = policy.mappings(&AllowedPlaces::all(workers), p);
+                assert_eq!(
+                    maps.len() as u128,
+                    policy.mapping_count(&AllowedPlaces::all(workers), p)
+                );
                 let distinct: HashSet<_> = maps.iter().collect();
                 assert_eq!(distinct.len(), maps.len());
                 for places in &maps {
@@ -161,7 +164,7 @@ fn mappings_match_their_count_and_are_valid() {
         }
     }
     // the Contiguous mapping is one of the width splits
-    let all = PlacePolicy::EveryWidthSplit.mappings(7, 3);
+    let all = PlacePolicy::EveryWidthSplit.mappings(&AllowedPlaces::all(7), 3);
     assert!(all.contains(&contiguous_places(7, 3).expect("fits")));
 }
 

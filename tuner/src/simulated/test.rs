@@ -110,7 +110,7 @@ fn optimum_equals_exhaustive_on_small_spaces() {
             for policy in [PlacePolicy::Contiguous, PlacePolicy::EveryWidthSplit] {
                 for max_stages in 2..=workers {
                     let space = SearchSpace::new(units, workers, max_stages, policy);
-                    let truth = Exhaustive::new(space).run(&mut sim).expect("runs");
+                    let truth = Exhaustive::new(space.clone()).run(&mut sim).expect("runs");
                     let (c, t) = sim
                         .optimum(max_stages, policy)
                         .expect("ok")

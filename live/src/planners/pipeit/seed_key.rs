@@ -7,16 +7,18 @@ use taopipe_dsl::StageKey;
 
 use super::desc::UnitDesc;
 use super::predict::{PredictError, Predictor};
-use taopipe_tuner::contiguous_places;
+use taopipe_tuner::AllowedPlaces;
 
 /// A [`StageKey`] from the predictor: the key of a stage is its predicted time (Eq. 9, in
 /// whole nanoseconds) times its weight, the time on the place Pipe-search gives it —
-/// stage `r` of `p` on [`contiguous_places`]`(workers, p)[r]`, predicted as
+/// stage `r` of `p` on [`places.contiguous(p)`](AllowedPlaces::contiguous)`[r]` (the
+/// contiguous runs, or under a layout the widest allowed place in each), predicted as
 /// [`PredictedMeasure`](super::PredictedMeasure) does (a place over two core types at the
 /// slower one's time). Where times are proportional to weights (`t = k·s`) this is the
 /// DSL's `SpeedScaled` key `k·s²`, whose least sum balances the stages' times; `t²` would
 /// not (it favours a heavier stage on the faster place). Stage counts outside
-/// `2..=workers` (those Pipe-search seeds) fall back to the paper's key, `weight²`.
+/// `2..=workers` (those Pipe-search seeds), or with no allowed places, fall back to the
+/// paper's key, `weight²`.
 ///
 /// ```
 /// use taopipe_dsl::{NetSpec, Seeds, Shape};
@@ -37,7 +39,7 @@ use taopipe_tuner::contiguous_places;
 ///     b = b.conv_relu(format!("c{i}"), 16, 3, 1, 1);
 /// }
 /// let net = b.build()?;
-/// let key = SeedKey::new(predictor, describe(&net), 2)?;
+/// let key = SeedKey::new(predictor, describe(&net), &taopipe_tuner::AllowedPlaces::all(2))?;
 /// let seeds = Seeds::from_net(&net, 2)?.with_key(key);
 /// assert_eq!(seeds.top_k(2, 1)?[0].composition, vec![6, 2]); // 6 units ≈ 3 × 2 units
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -49,7 +51,7 @@ pub struct SeedKey {
 }
 
 impl SeedKey {
-    /// Predicts every unit on every place of 2 to `workers` contiguous stages.
+    /// Predicts every unit on every place of 2 to `workers` contiguous stages on `places`.
     ///
     /// # Errors
     /// [`PredictError::UncoveredWorker`] for a worker in no core type of the predictor, or
@@ -57,27 +59,28 @@ impl SeedKey {
     pub fn new(
         predictor: Predictor,
         units: Vec<UnitDesc>,
-        workers: usize,
+        places: &AllowedPlaces,
     ) -> Result<SeedKey, PredictError> {
+        let workers = places.workers();
         let mut worker_type = vec![None; workers];
         for (t, c) in predictor.core_types().iter().enumerate() {
             for w in c.workers().filter(|&w| w < workers) {
                 worker_type[w] = Some(t);
             }
         }
-        if let Some(worker) = worker_type.iter().position(Option::is_none) {
-            return Err(PredictError::UncoveredWorker { worker, workers });
-        }
         let mut prefix = Vec::with_capacity(workers);
         for p in 2..=workers {
-            let places = contiguous_places(workers, p).unwrap_or_default();
+            let placed = places.contiguous(p).unwrap_or_default();
             let mut per_stage = Vec::with_capacity(p);
-            for (leader, width) in places {
-                let mut types: Vec<usize> = worker_type[leader..leader + width]
-                    .iter()
-                    .flatten()
-                    .copied()
-                    .collect();
+            for (leader, width) in placed {
+                // Only the workers of a stage's place need a core type: under a layout
+                // some workers are in no place (and no device).
+                let stage_types = &worker_type[leader..leader + width];
+                if let Some(i) = stage_types.iter().position(Option::is_none) {
+                    let worker = leader + i;
+                    return Err(PredictError::UncoveredWorker { worker, workers });
+                }
+                let mut types: Vec<usize> = stage_types.iter().flatten().copied().collect();
                 types.sort_unstable();
                 types.dedup();
                 let mut sums = Vec::with_capacity(units.len() + 1);
