@@ -31,8 +31,8 @@ pub enum RuntimeError {
         /// The worker that panicked first.
         worker: usize,
         /// What the runtime was doing: `placing`, `stalling (emulated speed) after`,
-        /// `recording the time of`.
-        during: String,
+        /// `recording the time of` (static text keeps the error small).
+        during: &'static str,
         /// The panic payload, when it was a string.
         message: String,
     },

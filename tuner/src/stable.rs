@@ -155,10 +155,11 @@ impl Samples {
         if n >= rule.max.max(1) {
             return true;
         }
-        let hopeless = self
-            .bound
-            .is_some_and(|b| self.slowest[n.max(1) - 1] > b * (1.0 + RACE_MARGIN));
-        if n >= RACE_SAMPLES && hopeless {
+        let hopeless = n >= RACE_SAMPLES.max(1)
+            && self
+                .bound
+                .is_some_and(|b| self.slowest[n - 1] > b * (1.0 + RACE_MARGIN));
+        if hopeless {
             return true;
         }
         if n < rule.min.max(2) {

@@ -43,11 +43,7 @@ fn assert_runtime_panicked(result: Result<(), RuntimeError>, task: &str, step: S
             message,
             ..
         }) => {
-            assert_eq!(
-                (t.as_str(), during.as_str()),
-                (task, step.doing()),
-                "{step:?}"
-            );
+            assert_eq!((t.as_str(), during), (task, step.doing()), "{step:?}");
             assert_eq!(index, 0, "{step:?}");
             assert!(message.contains("fault injected"), "{message}");
         }

@@ -66,7 +66,7 @@ impl Registry {
                 task,
                 index,
                 worker,
-                during: step.doing().to_string(),
+                during: step.doing(),
                 message,
             },
         });

@@ -74,3 +74,12 @@ fn a_hopeless_trial_stops_after_two_samples_and_a_close_one_does_not() {
         "12.7 is within 30% of 10: measure on"
     );
 }
+
+#[test]
+fn a_racing_measurement_asks_before_its_first_sample_without_panicking() {
+    // `Robust` asks whether to stop before it has taken a sample; with a bound set that
+    // indexed the empty sample list (isolated and pipelined tuning panicked on their
+    // second trial).
+    let s = Samples::new(2).with_bound(Some(10.0));
+    assert!(!s.settled(&Stability::default()));
+}
