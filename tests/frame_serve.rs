@@ -133,6 +133,14 @@ fn a_wrong_input_or_output_path_is_an_error_naming_it() {
             "{name}: {stderr}"
         );
     }
+    // An endless file is refused after one byte too many, not read whole.
+    let out = frame(&["--input", "/dev/zero"], "");
+    assert!(!out.status.success(), "/dev/zero was accepted");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("/dev/zero") && stderr.contains("the file has more"),
+        "{stderr}"
+    );
     let missing = dir.join("no-such-folder").join("out.f32");
     let out = frame(&["--output", missing.to_str().expect("utf-8")], "");
     assert!(!out.status.success());

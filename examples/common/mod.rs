@@ -88,13 +88,23 @@ pub(crate) fn read_f32_file(
     len: usize,
     what: &str,
 ) -> anyhow::Result<Vec<f32>> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    use std::io::Read;
+    // At most one byte more than expected is read: a huge file or `/dev/zero` is refused
+    // without being read whole.
+    let mut bytes = Vec::with_capacity(len * 4 + 1);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(len as u64 * 4 + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("reading {}", path.display()))?;
     if bytes.len() != len * 4 {
+        let has = if bytes.len() > len * 4 {
+            "more".to_string()
+        } else {
+            bytes.len().to_string()
+        };
         bail!(
-            "{}: {what} takes {} bytes ({len} little-endian f32 values), the file has {}",
+            "{}: {what} takes {} bytes ({len} little-endian f32 values), the file has {has}",
             path.display(),
             len * 4,
-            bytes.len()
         );
     }
     Ok(bytes
