@@ -17,7 +17,8 @@
 //! drains between two frames and a warm re-tune ([`taopipe_tuner::retune`]) runs on the
 //! next live frames. It starts from the configuration serving, timed again by a trial: if
 //! that trial does not confirm the change (the stage is back within the threshold), the
-//! change was a passing one, it is dismissed and serving goes on. Otherwise the trial's
+//! change was a passing one, it is dismissed and serving goes on (a re-tune asked for is
+//! never dismissed, even with a change seen on the same frame). Otherwise the trial's
 //! busy times per frame give the workers' speeds; the seeds are re-ranked for them and Pipe-search
 //! runs from the configuration serving, the one-stage candidate included. Its trials serve
 //! frames too; then the best serves, watched against its trial's times. The report marks
@@ -318,23 +319,19 @@ impl<'rt> Engine<'rt> {
                 return Ok(events);
             }
             let seen_s = server.now_s();
-            let change = match segment {
-                Some(s) if s.change.is_some() => s.change,
-                Some(s) if !s.forced => return Ok(events), // (only the source ends a serve)
-                _ => None,
+            let (change, forced) = match segment {
+                Some(s) if s.change.is_some() || s.forced => (s.change, s.forced),
+                Some(_) => return Ok(events), // (only the source ends a serve)
+                None => (None, true),
             };
-            events.push(Event {
+            let (seen, probe) = trigger(change.as_ref(), forced);
+            events.extend(seen.into_iter().map(|what| Event {
                 at_s: seen_s,
                 frame: server.delivered(),
-                what: match &change {
-                    Some(change) => What::Change {
-                        change: change.clone(),
-                    },
-                    None => What::Forced,
-                },
-            });
+                what,
+            }));
             let from = self.config.to_string();
-            let found = match self.retune_on(server, change.as_ref())? {
+            let found = match self.retune_on(server, probe)? {
                 Retune::Ended => return Ok(events),
                 Retune::Dismissed { now_ms } => {
                     events.push(Event {
@@ -499,5 +496,54 @@ impl<'rt> Engine<'rt> {
     ) -> Result<StreamReport, LiveError> {
         let stats = layer_parallel(self.rt, &self.model, source, sink)?;
         Ok(StreamReport::from_switch(&stats))
+    }
+}
+
+/// What a segment that ended with `change` and/or a `forced` re-tune logs, in order, and
+/// the change the re-tune's first trial must confirm: none when a re-tune was asked for,
+/// which is never dismissed (a change seen on the same frame is still logged).
+fn trigger(change: Option<&Change>, forced: bool) -> (Vec<What>, Option<&Change>) {
+    let mut seen: Vec<What> = change
+        .map(|c| What::Change { change: c.clone() })
+        .into_iter()
+        .collect();
+    if forced {
+        seen.push(What::Forced);
+    }
+    (seen, change.filter(|_| !forced))
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn change() -> Change {
+        Change {
+            stage: 0,
+            was_ms: 10.0,
+            now_ms: 20.0,
+            window_ms: vec![20.0],
+            reference_ms: vec![10.0],
+        }
+    }
+
+    #[test]
+    fn a_forced_re_tune_and_a_change_on_one_frame_are_both_logged_and_never_dismissed() {
+        let c = change();
+        let (seen, probe) = trigger(Some(&c), true);
+        assert!(matches!(
+            seen.as_slice(),
+            [What::Change { .. }, What::Forced]
+        ));
+        assert!(
+            probe.is_none(),
+            "a forced re-tune is not checked against the change"
+        );
+        let (seen, probe) = trigger(Some(&c), false);
+        assert!(matches!(seen.as_slice(), [What::Change { .. }]));
+        assert_eq!(probe, Some(&c));
+        let (seen, probe) = trigger(None, true);
+        assert!(matches!(seen.as_slice(), [What::Forced]));
+        assert!(probe.is_none());
     }
 }
