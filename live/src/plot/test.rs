@@ -7,29 +7,6 @@ use super::*;
 use crate::report::{Event, Latency, Recovery, StreamReport, TuningReport};
 use crate::tune::TuneOptions;
 
-/// A folder of its own under the temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "taopipe-plot-{name}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn trial(composition: &[usize], stage_ms: Vec<f64>, phase: Phase) -> Trial {
     let slowest_ms = stage_ms.iter().copied().fold(0.0, f64::max);
     Trial {
@@ -189,8 +166,8 @@ fn svg(path: &Path) -> String {
 
 #[test]
 fn run_svg_draws_the_events_and_the_search() {
-    let dir = TempDir::new("run");
-    let path = dir.0.join("run.svg");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("run.svg");
     run_svg(&report(), &path).expect("drawn");
     let text = svg(&path);
     for label in [
@@ -208,8 +185,8 @@ fn run_svg_draws_the_events_and_the_search() {
 
 #[test]
 fn run_svg_without_tuning_says_so() {
-    let dir = TempDir::new("untuned");
-    let path = dir.0.join("run.svg");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("run.svg");
     let mut report = report();
     report.tuning = None;
     report.rate_fps = None;
@@ -219,21 +196,21 @@ fn run_svg_without_tuning_says_so() {
 
 #[test]
 fn run_svg_of_an_empty_run() {
-    let dir = TempDir::new("empty");
-    let path = dir.0.join("run.svg");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("run.svg");
     let mut report = report();
     report.timeline.clear();
     report.events.clear();
     report.pipeline.clear();
     run_svg(&report, &path).expect("drawn");
-    balance_svg(&report, &dir.0.join("balance.svg")).expect("drawn");
+    balance_svg(&report, &dir.path().join("balance.svg")).expect("drawn");
     svg(&path);
 }
 
 #[test]
 fn balance_svg_labels_each_stage_and_the_slowest() {
-    let dir = TempDir::new("balance");
-    let path = dir.0.join("balance.svg");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("balance.svg");
     balance_svg(&report(), &path).expect("drawn");
     let text = svg(&path);
     for label in [
@@ -271,8 +248,8 @@ fn trial_spans_join_consecutive_trials() {
 
 #[test]
 fn a_missing_folder_is_an_error_naming_the_path() {
-    let dir = TempDir::new("missing");
-    let path = dir.0.join("no such folder").join("run.svg");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("no such folder").join("run.svg");
     for result in [run_svg(&report(), &path), balance_svg(&report(), &path)] {
         let err = result.expect_err("no folder");
         assert!(matches!(err, PlotError::Io { .. }), "{err:?}");
@@ -301,8 +278,8 @@ fn preview() {
 
 #[test]
 fn a_one_stage_pipeline_still_gets_its_bar() {
-    let dir = TempDir::new("balance-one");
-    let path = dir.0.join("balance.svg");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("balance.svg");
     let mut one = report();
     one.pipeline.truncate(1);
     balance_svg(&one, &path).expect("drawn");

@@ -29,11 +29,7 @@ fn trial_frames(
     rule: Stability,
     best_ms: Option<f64>,
 ) -> (u64, Vec<u64>) {
-    let m = model.clone();
-    let mut source = (0..).map(move |i| {
-        m.frame(crate::frame_input(m.input_len(), i))
-            .expect("input length")
-    });
+    let mut source = crate::frames(model, u64::MAX, 0);
     let mut seqs = Vec::new();
     let mut sink = |seq: u64, _: Arc<Frame>| seqs.push(seq);
     let mut server = Server::new(
