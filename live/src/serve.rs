@@ -22,6 +22,12 @@
 //! fill the pipeline unsampled and `p − 1` more must follow the last one sampled:
 //! `n + 2(p − 1)` frames.) No other warm-up: the frame pool and the stage graphs are
 //! prepared before a segment starts.
+//!
+//! A racing trial of two or more stages **probes** first: it admits one frame alone and,
+//! once that frame has left the last stage, asks
+//! [`Samples::probe_hopeless`](taopipe_tuner::Samples::probe_hopeless) whether it can
+//! still win. If not, the trial ends with that one frame; if so, it admits its first beat
+//! and its beats start after the probe frame, so it costs `n + p` frames.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,6 +84,10 @@ struct State {
     finished: Vec<u64>,
     /// A trial's beats pushed to its samples so far (module docs).
     beats: u64,
+    /// Whether a trial's probe frame is still on its way (module docs).
+    probing: bool,
+    /// Frames before a trial's first beat: 1 after a probe, else 0.
+    skip: u64,
     done: bool,
     change: Option<Change>,
     forced: bool,
@@ -103,20 +113,35 @@ impl Shared {
             rows,
             finished,
             beats,
+            probing,
+            skip,
             allowed,
             change,
             ..
         } = &mut *st;
         let mut stop = false;
         match gate {
+            Gate::Trial(samples, _) if *probing => {
+                // The probe frame (frame 0, alone) left the last stage: end or go on.
+                if stage + 1 == stages {
+                    *probing = false;
+                    if samples.probe_hopeless(&rows[0]) {
+                        samples.push(&rows[0]);
+                        stop = true;
+                    } else {
+                        *skip = 1;
+                        *allowed = 1 + stages as u64;
+                    }
+                }
+            }
             Gate::Trial(samples, rule) => {
-                // Beat `k` is complete once stage `s` finished frame `k + p − 1 − s`.
+                // Beat `k` is complete once stage `s` finished frame `skip + k + p − 1 − s`.
                 let complete = (0..stages)
-                    .map(|s| finished[s].saturating_sub((stages - 1 - s) as u64))
+                    .map(|s| finished[s].saturating_sub(*skip + (stages - 1 - s) as u64))
                     .min()
                     .unwrap_or(0);
                 while *beats < complete && !stop {
-                    let k = *beats as usize;
+                    let k = (*skip + *beats) as usize;
                     let beat: Vec<f64> = (0..stages).map(|s| rows[k + stages - 1 - s][s]).collect();
                     samples.push(&beat);
                     *beats += 1;
@@ -224,7 +249,13 @@ impl<'a> Server<'a> {
         // A trial admits the frames of its first beat; each beat that does not settle it
         // admits one more, so the pipeline stays full and `n` samples cost `n + p − 1`
         // frames (module docs).
-        let allowed = if trial { stages as u64 } else { u64::MAX };
+        // A racing trial of several stages probes with one frame first (module docs).
+        let probing = stages > 1 && matches!(&gate, Gate::Trial(samples, _) if samples.races());
+        let allowed = match (trial, probing) {
+            (false, _) => u64::MAX,
+            (true, true) => 1,
+            (true, false) => stages as u64,
+        };
         let index = match self.configurations.iter().position(|c| c == config) {
             Some(i) => i,
             None => {
@@ -240,6 +271,8 @@ impl<'a> Server<'a> {
                 admitted: 0,
                 finished: vec![0; stages],
                 beats: 0,
+                probing,
+                skip: 0,
                 done: false,
                 change: None,
                 forced: false,

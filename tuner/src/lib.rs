@@ -53,6 +53,6 @@ pub use simulated::{
     POWERSAVE_SPEED, PRESET_EFFICIENCY, PRESET_PENALTY, SimulatedPlatform, Tx2Governor,
 };
 pub use speeds::{speed_key, worker_speeds};
-pub use stable::{RACE_MARGIN, RACE_SAMPLES, Samples, Stability};
+pub use stable::{PROBE_MARGIN, RACE_MARGIN, RACE_SAMPLES, Samples, Stability};
 pub use trial::{Phase, SearchError, SearchResult, StopReason, Trial};
 pub use watch::{Change, Watch, WatchOptions};

@@ -1,5 +1,6 @@
-//! A trial costs the frames it samples plus the pipeline's depth, no more, and serves
-//! them in order.
+//! A trial costs the frames it samples plus the pipeline's depth (plus a probe frame when
+//! it races with several stages), or one probe frame when that shows it cannot win, and
+//! serves them in order.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -63,8 +64,21 @@ fn a_trial_costs_its_samples_plus_the_pipeline_depth() {
             assert_eq!(frames, n as u64 + depth, "{config}, {n} samples");
             assert_eq!(seqs, (0..frames).collect::<Vec<_>>(), "served in order");
         }
-        // A trial that cannot beat the best stops after RACE_SAMPLES samples.
-        let (frames, _) = trial_frames(&rt, &model, &config, Stability::fixed(7), Some(1e-6));
-        assert_eq!(frames, RACE_SAMPLES as u64 + depth, "{config}, racing");
+        // A trial that cannot beat the best stops after RACE_SAMPLES samples, or, with
+        // several stages, after its probe frame.
+        let (frames, seqs) = trial_frames(&rt, &model, &config, Stability::fixed(7), Some(1e-6));
+        let hopeless = if depth == 0 { RACE_SAMPLES as u64 } else { 1 };
+        assert_eq!(frames, hopeless, "{config}, racing a best it cannot beat");
+        assert_eq!(seqs, (0..frames).collect::<Vec<_>>(), "served in order");
+        // A racing trial that may win: several stages pay one probe frame more.
+        for n in [1, 3] {
+            let (frames, _) = trial_frames(&rt, &model, &config, Stability::fixed(n), Some(1e9));
+            let probe = u64::from(depth > 0);
+            assert_eq!(
+                frames,
+                n as u64 + depth + probe,
+                "{config}, {n} samples, racing"
+            );
+        }
     }
 }
