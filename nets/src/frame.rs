@@ -6,10 +6,15 @@
 //! again as they are, and a frame allocates nothing once its set and graphs exist.
 //!
 //! A [`Frame`] returns its buffers to its model's pool when dropped. The pool keeps at most
-//! [`MAX_POOLED`] sets: a pipeline holds one frame per stage plus its queues, so a steady
-//! stream reuses the same few sets, and a burst does not pin memory forever.
+//! [`MAX_POOLED`] sets, or as many as the last pipeline that reserved frames
+//! ([`Model::reserve_frames`](crate::Model::reserve_frames)) can hold in flight, if more: a
+//! pipeline holds one frame per stage plus its queues, so a steady stream reuses the same
+//! sets, a deep pipeline (2p + 3 frames in flight for p stages) does not allocate a set per
+//! frame once it holds more than the default, and a burst does not pin memory forever. Each
+//! set likewise keeps the prepared graphs of every stage of the last reserving pipeline.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use taopipe_dsl::Source;
@@ -18,11 +23,12 @@ use taopipe_runtime::{Place, PreparedGraph, Runtime, RuntimeError, SharedSlice, 
 use crate::kernel::Workspace;
 use crate::memory_plan::MemoryPlan;
 
-/// Most buffer sets a pool keeps.
+/// Most buffer sets a pool keeps, unless a reservation asked for more (module docs).
 pub const MAX_POOLED: usize = 16;
 
 /// Most prepared graphs one buffer set keeps (one per stage a set has run, per place and
-/// runtime; a pipeline reconfigured many times drops the oldest).
+/// runtime; a pipeline reconfigured many times drops the oldest), unless a reservation's
+/// pipeline has more stages (module docs).
 pub const MAX_GRAPHS: usize = 8;
 
 /// What a prepared graph computes: layers on a place.
@@ -65,6 +71,10 @@ pub(crate) struct Buffers {
 #[derive(Debug)]
 pub(crate) struct FramePool {
     free: Mutex<Vec<Buffers>>,
+    /// Most sets kept ([`MAX_POOLED`] or a reservation's frames).
+    sets: AtomicUsize,
+    /// Most prepared graphs per set ([`MAX_GRAPHS`] or a reservation's stages).
+    graphs: AtomicUsize,
 }
 
 impl Default for FramePool {
@@ -72,11 +82,26 @@ impl Default for FramePool {
     fn default() -> FramePool {
         FramePool {
             free: Mutex::new(Vec::with_capacity(MAX_POOLED)),
+            sets: AtomicUsize::new(MAX_POOLED),
+            graphs: AtomicUsize::new(MAX_GRAPHS),
         }
     }
 }
 
 impl FramePool {
+    /// Keeps up to `frames` sets (at least [`MAX_POOLED`]) with up to `stages` graphs each
+    /// (at least [`MAX_GRAPHS`]), for a pipeline of `stages` stages holding up to `frames`
+    /// frames in flight; drops the free sets beyond that at once.
+    pub(crate) fn fit(&self, frames: usize, stages: usize) {
+        let sets = frames.max(MAX_POOLED);
+        self.sets.store(sets, Ordering::Relaxed);
+        self.graphs.store(stages.max(MAX_GRAPHS), Ordering::Relaxed);
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.truncate(sets);
+        let extra = sets.saturating_sub(free.capacity());
+        free.reserve_exact(extra);
+    }
+
     /// A free set, if any.
     pub(crate) fn take(&self) -> Option<Buffers> {
         self.free.lock().unwrap_or_else(|e| e.into_inner()).pop()
@@ -85,7 +110,7 @@ impl FramePool {
     /// Returns a set (dropped if the pool is full).
     fn put(&self, buffers: Buffers) {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        if free.len() < MAX_POOLED {
+        if free.len() < self.sets.load(Ordering::Relaxed) {
             free.push(buffers);
         }
     }
@@ -174,7 +199,7 @@ impl Frame {
             return Ok(g.clone());
         }
         let prepared = Arc::new(rt.prepare(graph())?);
-        if graphs.len() >= MAX_GRAPHS {
+        if graphs.len() >= self.pool.graphs.load(Ordering::Relaxed) {
             graphs.remove(0);
         }
         graphs.push((key, prepared.clone()));

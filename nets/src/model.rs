@@ -517,16 +517,20 @@ impl Model {
     }
 
     /// Buffer sets of finished frames waiting in the pool (at most
-    /// [`MAX_POOLED`](crate::frame::MAX_POOLED)).
+    /// [`MAX_POOLED`](crate::frame::MAX_POOLED), or the frames of the last
+    /// [`reserve_frames`](Model::reserve_frames) if more).
     pub fn pooled_frames(&self) -> usize {
         self.pool.len()
     }
 
-    /// Fills the pool to `frames` buffer sets (at most
-    /// [`MAX_POOLED`](crate::frame::MAX_POOLED)) and prepares on each the graph of every
-    /// stage, given as (units, place) as for [`run_stage`](Model::run_stage). With `frames`
-    /// at least the pipeline's [`max_in_flight`](taopipe_runtime::Pipeline::max_in_flight),
-    /// no frame of the pipeline ever allocates, however the stages' timing falls.
+    /// Fills the pool to `frames` buffer sets and prepares on each the graph of every
+    /// stage, given as (units, place) as for [`run_stage`](Model::run_stage). From now on
+    /// the pool keeps that many sets, and each set that many graphs, if more than
+    /// [`MAX_POOLED`](crate::frame::MAX_POOLED) and
+    /// [`MAX_GRAPHS`], and drops the free sets beyond
+    /// (`crate::frame`'s docs). With `frames` the pipeline's
+    /// [`max_in_flight`](taopipe_runtime::Pipeline::max_in_flight), no frame of the
+    /// pipeline ever allocates, however deep it is and however the stages' timing falls.
     ///
     /// ```
     /// # use taopipe_nets::{Model, RandomWeights, zoo};
@@ -549,7 +553,8 @@ impl Model {
         frames: usize,
         stages: &[(Range<usize>, Place)],
     ) -> Result<(), RuntimeError> {
-        let held: Vec<Frame> = (0..frames.min(crate::frame::MAX_POOLED))
+        self.pool.fit(frames, stages.len());
+        let held: Vec<Frame> = (0..frames)
             .map(|_| Frame::new(self.pooled_buffers(), self.pool.clone()))
             .collect();
         for frame in &held {

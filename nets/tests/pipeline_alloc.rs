@@ -1,46 +1,90 @@
-//! A 2-stage pipeline of AlexNet (stages on workers 0 and 1, each running its units through
-//! a prepared graph of the frame's pooled buffers) allocates nothing per frame once warm:
-//! the model's pool is first filled to the pipeline's `max_in_flight` buffer sets with both
-//! stages' graphs prepared, and allocations are counted on every thread between the
-//! delivery of frame 24 and frame 60.
+//! A warm pipeline allocates nothing per frame: 2 stages of AlexNet on workers 0 and 1, and
+//! 12 stages of synth2 on 12 workers, more than the pool's default sets hold in flight
+//! (`max_in_flight` 27 > `MAX_POOLED`) and more stages than a set's default graphs. Each
+//! stage runs its units through a prepared graph of the frame's pooled buffers; the model's
+//! pool is first filled to the pipeline's `max_in_flight` buffer sets with every stage's
+//! graph prepared, and allocations are counted on every thread between the delivery of
+//! frame 24 and frame 60.
 
 #[path = "../../runtime/tests/counting/mod.rs"]
 mod counting;
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use counting::Count;
 use taopipe_nets::{Frame, Model, RandomWeights, zoo};
-use taopipe_runtime::{Pipeline, Place, Runtime, Stage, StopSignal};
+use taopipe_runtime::{Pipeline, Place, Runtime, Stage, StopSignal, Topology};
 
 const FRAMES: u64 = 64;
 const FROM: u64 = 24;
 const TO: u64 = 60;
 
+/// One test, the two pipelines in turn: the allocator counts every thread of the process,
+/// so a second test running beside would count its allocations here.
 #[test]
 fn a_warm_pipeline_allocates_nothing_per_frame() {
-    let spec = zoo::by_name("alexnet").expect("zoo net").expect("builds");
-    let model = Arc::new(Model::build(spec, &RandomWeights { seed: 5 }).expect("model"));
-    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    two_stages();
+    twelve_stages();
+}
+
+fn two_stages() {
+    let model = model("alexnet");
     let units = model.spec().units().len();
     let cut = units / 2;
-    let stage = |name: &str, units: std::ops::Range<usize>, place: Place| {
-        let m = model.clone();
-        Stage::runner(name, place, move |rt: &Runtime, f: &Frame| {
-            m.run_stage(rt, f, units.clone(), place)
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    assert_no_allocations(
+        &rt,
+        &model,
+        vec![(0..cut, Place::new(0, 1)), (cut..units, Place::new(1, 1))],
+    );
+}
+
+fn twelve_stages() {
+    let model = model("synth2");
+    let units = model.spec().units().len();
+    let workers = 12;
+    assert!(units > workers, "synth2 has a unit for every stage");
+    let rt = Runtime::builder()
+        .topology(Topology::symmetric(workers).expect("topology"))
+        .pin(false)
+        .build()
+        .expect("runtime");
+    // One unit per stage, the last stage taking the rest.
+    let stages = (0..workers)
+        .map(|s| {
+            let end = if s + 1 == workers { units } else { s + 1 };
+            (s..end, Place::new(s, 1))
         })
-    };
-    let pipeline = Pipeline::new(vec![
-        stage("front", 0..cut, Place::new(0, 1)),
-        stage("back", cut..units, Place::new(1, 1)),
-    ])
+        .collect();
+    assert_no_allocations(&rt, &model, stages);
+}
+
+fn model(name: &str) -> Arc<Model> {
+    let spec = zoo::by_name(name).expect("zoo net").expect("builds");
+    Arc::new(Model::build(spec, &RandomWeights { seed: 5 }).expect("model"))
+}
+
+/// Streams `FRAMES` frames through `stages` and asserts none of frames `FROM..=TO`
+/// allocated.
+fn assert_no_allocations(rt: &Runtime, model: &Arc<Model>, stages: Vec<(Range<usize>, Place)>) {
+    let pipeline = Pipeline::new(
+        stages
+            .iter()
+            .enumerate()
+            .map(|(i, (units, place))| {
+                let (m, units, place) = (model.clone(), units.clone(), *place);
+                Stage::runner(
+                    format!("stage{i}"),
+                    place,
+                    move |rt: &Runtime, f: &Frame| m.run_stage(rt, f, units.clone(), place),
+                )
+            })
+            .collect(),
+    )
     .expect("pipeline");
     model
-        .reserve_frames(
-            &rt,
-            pipeline.max_in_flight(),
-            &[(0..cut, Place::new(0, 1)), (cut..units, Place::new(1, 1))],
-        )
+        .reserve_frames(rt, pipeline.max_in_flight(), &stages)
         .expect("stages fit the runtime");
     let input: Vec<f32> = (0..model.input_len())
         .map(|i| (i % 11) as f32 / 11.0)
@@ -51,7 +95,7 @@ fn a_warm_pipeline_allocates_nothing_per_frame() {
     let mut counts = Vec::with_capacity(FRAMES as usize); // reserved: pushing never allocates
     let stats = pipeline
         .run(
-            &rt,
+            rt,
             &mut frames,
             |seq, frame| {
                 frame.output_into(&mut out);
@@ -71,6 +115,7 @@ fn a_warm_pipeline_allocates_nothing_per_frame() {
         .collect();
     assert!(
         allocating.is_empty(),
-        "frames after {FROM} that allocated: {allocating:?}"
+        "{} stages: frames after {FROM} that allocated: {allocating:?}",
+        stages.len()
     );
 }
