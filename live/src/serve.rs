@@ -29,7 +29,7 @@
 //! ([`MeasureError::Stopped`]: the search ends with the trials done before). The stop may
 //! be an atomic a signal handler stores to, which cannot wake a thread, so a segment
 //! waiting to admit its next frame (a trial between beats, a paced source between due
-//! times) looks at it every [`STOP_POLL`].
+//! times) looks at it every 10 ms (`STOP_POLL`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
