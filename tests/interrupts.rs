@@ -179,6 +179,9 @@ fn assert_frames_in_order(json: &Value) -> u64 {
     frames
 }
 
+/// How long a child works before it is signalled, when the test wants work done first.
+const SERVE_A_WHILE: Duration = Duration::from_millis(500);
+
 /// The serving driver (vgg16, alexnet, resnet50, synthetic) on a tiny net, tuned in
 /// milliseconds, then serving for a minute unless stopped.
 const SERVE_LONG: &[&str] = &[
@@ -202,8 +205,9 @@ fn sigint_while_serving_finishes_the_frames_writes_a_partial_report_and_exits_13
     args.push(plots.to_str().expect("utf-8"));
     let mut run = start("synthetic", &args, Text::Stdout);
     run.wait_for("serving ");
-    // Some frames served first, so the report has frames to list.
-    std::thread::sleep(Duration::from_millis(300));
+    // Some frames served first, so the report has frames to list (synth1 serves
+    // thousands a second: half a second is a margin of hundreds, not a timing claim).
+    std::thread::sleep(SERVE_A_WHILE);
     run.signal(libc::SIGINT);
     let (status, out, err) = run.finish();
     assert_eq!(status.code(), Some(130), "{status}: {err}");
@@ -238,7 +242,7 @@ fn sigterm_while_serving_exits_143_with_the_report_alone_on_stdout() {
     args.extend(["--json", "-"]);
     let mut run = start("synthetic", &args, Text::Stderr);
     run.wait_for("serving ");
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(SERVE_A_WHILE);
     run.signal(libc::SIGTERM);
     let (status, err, out) = run.finish();
     assert_eq!(status.code(), Some(143), "{status}: {err}");
@@ -278,8 +282,10 @@ fn sigint_during_tuning_keeps_the_trials_done_and_serves_nothing() {
     let search = &json["tuning"]["search"];
     assert_eq!(search["stopped"], "stopped", "{out}");
     let trials = search["trials"].as_array().expect("trials").len();
-    // alexnet on this machine's workers: the one-stage candidate, then one per split.
-    assert!(trials >= 1, "the trials done are kept");
+    assert!(
+        trials >= 1,
+        "the trials done are kept (the first was seen): {out}"
+    );
     assert_eq!(json["run"]["frames"], 0, "nothing served after the stop");
     assert_eq!(assert_frames_in_order(&json), 0);
     std::fs::remove_dir_all(dir).ok();
@@ -293,7 +299,7 @@ fn a_second_sigint_exits_at_once_and_never_leaves_a_half_written_report() {
     args.extend(["--json", json.to_str().expect("utf-8")]);
     let mut run = start("synthetic", &args, Text::Stdout);
     run.wait_for("serving ");
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(SERVE_A_WHILE);
     run.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(2));
     run.signal(libc::SIGINT);
@@ -323,7 +329,7 @@ fn sigint_stops_the_pipeline_example_between_frames() {
     ];
     let mut run = start("pipeline", &args, Text::Stdout);
     run.wait_for("units@place");
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(SERVE_A_WHILE);
     run.signal(libc::SIGINT);
     let (status, _, err) = run.finish();
     assert_eq!(status.code(), Some(130), "{status}: {err}");
@@ -350,7 +356,7 @@ fn sigterm_stops_frame_between_frames() {
     ];
     let mut run = start("frame", &args, Text::Stdout);
     run.wait_for("built in");
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(SERVE_A_WHILE);
     run.signal(libc::SIGTERM);
     let (status, _, err) = run.finish();
     assert_eq!(status.code(), Some(143), "{status}: {err}");
@@ -376,7 +382,7 @@ fn sigint_ends_compare_at_the_planner_in_progress() {
     ];
     let mut run = start("compare", &args, Text::Stdout);
     run.wait_for("frames per planner");
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(SERVE_A_WHILE);
     run.signal(libc::SIGINT);
     let (status, _, err) = run.finish();
     assert_eq!(status.code(), Some(130), "{status}: {err}");
