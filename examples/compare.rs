@@ -28,6 +28,11 @@
 //! earlier frames (the frames are all offered at once); in switch mode, for CoDL and for
 //! layer-parallel a frame runs alone. Before the first planner one untimed frame runs
 //! through the whole net, so no planner pays for cold caches and first-touch page faults.
+//!
+//! SIGINT or SIGTERM (`common::interrupt`) ends the planner in progress at its next trial
+//! or frame (a calibration, a profile or CoDL's run goes on to its end, seconds), gives it
+//! a row `interrupted`, runs no other planner, writes the rows done (`--json`, with
+//! `"partial": true`) and exits with 130 or 143.
 
 mod common;
 
@@ -52,6 +57,7 @@ use taopipe::nets::{Model, RandomWeights};
 use taopipe::runtime::{Place, Runtime};
 use taopipe::tuner::{Configuration, SearchResult};
 
+use common::interrupt::Interrupt;
 use common::tune::trial_printer;
 use common::{JsonArg, RuntimeArgs, baseline, frame_input, frames, sayln, zoo_net};
 use taopipe::live::tune::search;
@@ -215,6 +221,7 @@ struct Bench<'a> {
     /// Most stages for the pipeline planners.
     max_stages: usize,
     bar: ProgressBar,
+    interrupt: Interrupt,
     profile: Option<(Profile, f64)>,
     predictor: Option<(Predictor, f64)>,
 }
@@ -306,6 +313,7 @@ impl Bench<'_> {
             self.cli.frames,
             self.cli.seed,
             &self.bar,
+            &self.interrupt,
         )?;
         Ok(Row {
             planner: Planner::LayerParallel.name(),
@@ -338,7 +346,8 @@ impl Bench<'_> {
             self.rt,
             &self.model,
             config,
-            frames(&self.model, self.cli.frames, self.cli.seed),
+            self.interrupt
+                .until(frames(&self.model, self.cli.frames, self.cli.seed)),
             |_, _| self.bar.inc(1),
         )?;
         let slowest = stage_ms.iter().copied().fold(0.0, f64::max);
@@ -422,9 +431,10 @@ impl Bench<'_> {
             retune_alpha: 2,
         };
         let (trials, mut print) = trial_printer(options.expected_trials(self.rt, &self.model) - 1)?;
+        let stop = self.interrupt.stop_signal();
         let result: SearchResult = self
             .bar
-            .suspend(|| search(self.rt, &self.model, &options, &seeds, &mut print))?;
+            .suspend(|| search(self.rt, &self.model, &options, &seeds, &stop, &mut print))?;
         trials.finish_and_clear();
         self.pipeline_row(
             planner,
@@ -446,7 +456,8 @@ impl Bench<'_> {
         self.bar.set_message(format!("{}: running", planner.name()));
         let stats: SwitchStats = switch.run(
             self.rt,
-            frames(&self.model, self.cli.frames, self.cli.seed),
+            self.interrupt
+                .until(frames(&self.model, self.cli.frames, self.cli.seed)),
             |_, _| self.bar.inc(1),
         )?;
         let runs: Vec<String> = switch
@@ -607,6 +618,7 @@ fn print_table(rows: &[Row]) {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     cli.json.route_text();
+    let interrupt = Interrupt::install()?;
     let planners = cli
         .planners
         .iter()
@@ -641,6 +653,7 @@ fn main() -> anyhow::Result<()> {
         devices,
         max_stages,
         bar,
+        interrupt: interrupt.clone(),
         profile: None,
         predictor: None,
     };
@@ -651,6 +664,11 @@ fn main() -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for planner in planners {
         let row = match bench.run(planner) {
+            // Cut short by a signal: its numbers (or its error) are not the planner's.
+            _ if interrupt.raised() => {
+                rows.push(Row::skipped(planner, "interrupted".into()));
+                break;
+            }
             Ok(row) => row,
             Err(e) => Row::failed(planner, &e),
         };
@@ -673,9 +691,15 @@ fn main() -> anyhow::Result<()> {
             "frames": cli.frames,
             "alpha": cli.tune,
             "rows": rows,
+            "partial": interrupt.raised(),
         });
         json.write(&report)?;
     }
+    let done = rows
+        .iter()
+        .filter(|r| r.note.as_deref() != Some("interrupted"))
+        .count();
+    interrupt.exit_if_raised(&format!("{done} planner row(s) done{}", cli.json.written()));
     let failed: Vec<&str> = rows
         .iter()
         .filter(|r| r.error.is_some())

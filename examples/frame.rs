@@ -21,6 +21,11 @@
 //! line `{"ms":[…]}` with each frame's milliseconds; `quit` or the end of stdin exits (and
 //! writes `--output`); any other line is an error. After `ready`, stdout carries nothing
 //! but those answers.
+//!
+//! SIGINT or SIGTERM during the timed frames (`common::interrupt`) lets the frame in
+//! progress finish, prints and writes what ran (`--json` with `"partial": true`, `--output`
+//! from the last frame done), and exits with 130 or 143. `--serve` keeps the default
+//! disposition: a signal ends it at once (its driver owns it, and it writes no report).
 
 mod common;
 
@@ -36,6 +41,7 @@ use taopipe::live::{allowed_places, widest_place};
 use taopipe::nets::{BuildOptions, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
 
+use common::interrupt::Interrupt;
 use common::{JsonArg, RuntimeArgs, frame_input, sayln};
 
 /// Runs frames of VGG16, AlexNet, ResNet50 or a synthetic net through the taopipe runtime,
@@ -168,6 +174,11 @@ enum ConvChoice {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     cli.json.route_text();
+    let interrupt = if cli.serve {
+        None
+    } else {
+        Some(Interrupt::install()?)
+    };
     // A bad `TAOPIPE_ISA` fails here, before anything long.
     let isa = Isa::current()?;
     let spec = common::zoo_net(&cli.net, &[])?;
@@ -229,13 +240,19 @@ fn main() -> anyhow::Result<()> {
     };
     // Warm-up: page in weights, size scratch.
     let (_, warm_output) = runner.frame()?;
-    let output = if cli.serve {
-        serve(&runner, warm_output)?
-    } else {
-        timed_run(&cli, &runner)?
+    let (output, timed) = match &interrupt {
+        Some(interrupt) => timed_run(&cli, &runner, warm_output, interrupt)?,
+        None => (serve(&runner, warm_output)?, 0),
     };
     if let Some(path) = &cli.output {
         common::write_f32_file(path, &output).context("--output")?;
+    }
+    if let Some(interrupt) = &interrupt {
+        interrupt.exit_if_raised(&format!(
+            "{timed} of {} frame(s) timed{}",
+            cli.frames,
+            cli.json.written()
+        ));
     }
     Ok(())
 }
@@ -273,15 +290,23 @@ fn serve(runner: &Runner<'_>, mut output: Vec<f32>) -> anyhow::Result<Vec<f32>> 
 }
 
 /// The default mode: `--frames` frames with a progress bar, then the times and top classes
-/// (and `--json`); returns the last frame's output.
-fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
+/// (and `--json`); returns the last frame's output (`output`, the warm-up frame's, if a
+/// signal came before any) and the frames timed. A signal ends it between frames.
+fn timed_run(
+    cli: &Cli,
+    runner: &Runner<'_>,
+    mut output: Vec<f32>,
+    interrupt: &Interrupt,
+) -> anyhow::Result<(Vec<f32>, usize)> {
     let model = runner.model;
     let bar = ProgressBar::new(u64::from(cli.frames)).with_style(ProgressStyle::with_template(
         "{bar:30} {pos}/{len} frames {msg}",
     )?);
     let mut ms: Vec<f64> = Vec::new();
-    let mut output = Vec::new();
     for _ in 0..cli.frames {
+        if interrupt.raised() {
+            break;
+        }
         let (t, out) = runner.frame()?;
         ms.push(t);
         output = out;
@@ -291,27 +316,30 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
     bar.finish_and_clear();
     let mut sorted = ms.clone();
     sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
-    let gflops = model.flops() as f64 / 1e9 / (median / 1e3);
-    sayln!(
-        "time per frame: median {median:.1} ms, min {:.1} ms ({} frames: {:?})",
-        sorted[0],
-        ms.len(),
-        ms.iter()
-            .map(|m| (m * 10.0).round() / 10.0)
-            .collect::<Vec<_>>()
-    );
-    sayln!(
-        "throughput: {:.2} frames/s, {gflops:.1} GFLOP/s",
-        1e3 / median
-    );
+    // No median when a signal came before the first timed frame.
+    let median = sorted.get(sorted.len() / 2).copied();
+    let gflops = median.map(|m| model.flops() as f64 / 1e9 / (m / 1e3));
+    if let (Some(median), Some(gflops)) = (median, gflops) {
+        sayln!(
+            "time per frame: median {median:.1} ms, min {:.1} ms ({} frames: {:?})",
+            sorted[0],
+            ms.len(),
+            ms.iter()
+                .map(|m| (m * 10.0).round() / 10.0)
+                .collect::<Vec<_>>()
+        );
+        sayln!(
+            "throughput: {:.2} frames/s, {gflops:.1} GFLOP/s",
+            1e3 / median
+        );
+    }
     if let Some(one_worker) = runner.check {
         sayln!("check: every frame bit-identical to one worker ({one_worker})");
     }
     let times = cli
         .profile
         .then(|| model.layer_times(&runner.rt.trace_table(), runner.place));
-    if let Some(times) = &times {
+    if let (Some(times), Some(median)) = (&times, median) {
         print_profile(times, median);
     }
     let mut top: Vec<(usize, f32)> = output.iter().copied().enumerate().collect();
@@ -343,6 +371,7 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
             "gflops": gflops,
             "checked_width1": cli.check,
             "top5": top.iter().map(|(i, s)| json!({"class": i, "score": s})).collect::<Vec<_>>(),
+            "partial": interrupt.raised(),
         });
         if let Some(times) = &times {
             report["layer_times"] = times
@@ -355,7 +384,7 @@ fn timed_run(cli: &Cli, runner: &Runner<'_>) -> anyhow::Result<Vec<f32>> {
         }
         json.write(&report)?;
     }
-    Ok(output)
+    Ok((output, ms.len()))
 }
 
 /// `--profile`: one line per layer, with its share of the median frame.

@@ -20,6 +20,10 @@
 //! prints); its runs of equal characters are the stages (pipeline mode) or the runs one
 //! frame takes in turn (`--mode switch`, lowest latency per frame). `--speeds` scales each
 //! stage's or run's workers below their current speed (emulated DVFS; `1` = unchanged).
+//!
+//! SIGINT or SIGTERM stops it between frames (`common::interrupt`): the frames admitted
+//! are finished, what ran is printed and written (`--json`, with `"partial": true`), and it
+//! exits with 130 or 143.
 
 mod common;
 
@@ -37,9 +41,10 @@ use taopipe::live::planners::armcoup::Mapping;
 use taopipe::live::planners::armcoup::{ScaledSpeeds, Switch, SwitchRun};
 use taopipe::live::{LiveMeasure, allowed_places, widest_place};
 use taopipe::nets::{Model, RandomWeights};
-use taopipe::runtime::{Pipeline, Place, StopSignal};
+use taopipe::runtime::{Pipeline, Place};
 use taopipe::tuner::Configuration;
 
+use common::interrupt::Interrupt;
 use common::{JsonArg, RuntimeArgs, baseline, frame_input, sayln};
 
 /// Streams frames of a net through a pipeline of stages on their own workers, and through
@@ -154,6 +159,7 @@ fn parse_places(text: &str) -> anyhow::Result<Vec<(usize, usize)>> {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     cli.json.route_text();
+    let interrupt = Interrupt::install()?;
     let spec = common::zoo_net(&cli.net, &[])?;
     let rt = cli.runtime.runtime()?;
     let workers = rt.num_workers();
@@ -272,14 +278,14 @@ fn main() -> anyhow::Result<()> {
         "{bar:30} {pos}/{len} frames {msg}",
     )?);
     bar.set_message("layer-parallel");
-    let base = baseline(&rt, &model, cli.frames, cli.seed, &bar)?;
+    let base = baseline(&rt, &model, cli.frames, cli.seed, &bar, &interrupt)?;
 
     let label = match cli.mode {
         Mode::Pipeline => "pipeline",
         Mode::Switch => "switch",
     };
     bar.set_message(label);
-    let inputs = common::frames(&model, cli.frames, cli.seed);
+    let inputs = interrupt.until(common::frames(&model, cli.frames, cli.seed));
     let outcome = match cli.mode {
         Mode::Pipeline => {
             let config = config
@@ -295,7 +301,8 @@ fn main() -> anyhow::Result<()> {
                 .collect();
             let _dvfs = ScaledSpeeds::apply(&rt, &scales)?; // per-stage, restored on drop
             let mut frames = inputs.map(Arc::new);
-            let stats = pipeline.run(&rt, &mut frames, |_, _| bar.inc(1), &StopSignal::new())?;
+            let stop = interrupt.stop_signal();
+            let stats = pipeline.run(&rt, &mut frames, |_, _| bar.inc(1), &stop)?;
             Outcome {
                 fps: stats.throughput_fps(),
                 p50_ms: stats.latency_ms(0.5),
@@ -403,8 +410,15 @@ fn main() -> anyhow::Result<()> {
             "run": {"frames": outcome.frames, "throughput_fps": outcome.fps,
                     "latency_ms": {"p50": outcome.p50_ms, "p99": outcome.p99_ms}},
             "baseline": base,
+            "partial": interrupt.raised(),
         });
         json.write(&report)?;
     }
+    interrupt.exit_if_raised(&format!(
+        "{} baseline and {} {label} frame(s) run{}",
+        base.frames,
+        outcome.frames,
+        cli.json.written()
+    ));
     Ok(())
 }

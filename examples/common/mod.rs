@@ -18,6 +18,7 @@ macro_rules! sayln {
 #[allow(unused_imports)] // not every example prints text
 pub(crate) use {say, sayln};
 
+pub(crate) mod interrupt;
 pub(crate) mod tune;
 
 use std::path::PathBuf;
@@ -134,15 +135,18 @@ pub(crate) fn zoo_net(name: &str, also: &[&str]) -> anyhow::Result<NetSpec> {
 }
 
 /// The layer-parallel baseline (how ONNX Runtime and ARM-CL run): `count` frames one at
-/// a time, every layer on all workers, moving `bar` once per frame.
+/// a time, every layer on all workers, moving `bar` once per frame; the frames end early
+/// once `interrupt` is raised.
 pub(crate) fn baseline(
     rt: &Runtime,
     model: &Arc<Model>,
     count: u64,
     seed: u64,
     bar: &ProgressBar,
+    interrupt: &interrupt::Interrupt,
 ) -> anyhow::Result<StreamReport> {
-    let stats = layer_parallel(rt, model, frames(model, count, seed), |_, _| bar.inc(1))?;
+    let source = interrupt.until(frames(model, count, seed));
+    let stats = layer_parallel(rt, model, source, |_, _| bar.inc(1))?;
     Ok(StreamReport::from_switch(&stats))
 }
 
@@ -171,6 +175,16 @@ pub(crate) struct JsonArg {
 }
 
 impl JsonArg {
+    /// Where the report went, for a closing note: `; report in PATH`, `; report on
+    /// stdout`, or nothing without `--json`.
+    pub(crate) fn written(&self) -> String {
+        match &self.target {
+            Some(JsonTarget::File(path)) => format!("; report in {}", path.display()),
+            Some(JsonTarget::Stdout) => "; report on stdout".into(),
+            None => String::new(),
+        }
+    }
+
     /// Sends the text output ([`say!`], [`sayln!`]) to stderr when the JSON takes stdout;
     /// every example calls it right after parsing.
     pub(crate) fn route_text(&self) {

@@ -1,6 +1,10 @@
 //! The driver behind the `vgg16`, `alexnet`, `resnet50` and `synthetic` examples: tune a
 //! pipeline live (or take the best seed), stream frames through it, and show the
 //! layer-parallel baseline side by side.
+//!
+//! SIGINT or SIGTERM ends it cleanly ([`super::interrupt`]): tuning between trials, serving
+//! between frames; the latency run and the baseline are then skipped, the report (marked
+//! `partial`) and pictures are written, and it exits with 130 or 143.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,13 +17,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
 use taopipe::live::report::PacedRun;
 use taopipe::live::{
-    Engine, Handle, MeasureKind, SearchKind, SeedKind, TuneOptions, allowed_places, frames,
-    widest_place,
+    Engine, Handle, LiveError, MeasureKind, SearchKind, SeedKind, TuneOptions, allowed_places,
+    frames, widest_place,
 };
 use taopipe::nets::{Model, RandomWeights, zoo};
 use taopipe::runtime::EmulationSchedule;
 use taopipe::tuner::{Configuration, StageTimes, WatchOptions};
 
+use super::interrupt::Interrupt;
 use super::{JsonArg, RuntimeArgs, zoo_net};
 
 /// Tunes a CNN pipeline online by measuring (Pipe-search), then streams frames through the
@@ -235,6 +240,7 @@ pub(crate) fn trial_printer(
 pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     let cli = TuneCli::parse();
     cli.json.route_text();
+    let interrupt = Interrupt::install()?;
     let name = cli.net.clone().unwrap_or_else(|| default_net.to_string());
     let spec = load_net(&name, &cli)?;
     let rt = cli.runtime.runtime()?;
@@ -263,7 +269,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         }),
         retune_alpha: cli.retune_alpha,
     };
-    let mut engine = Engine::new(&rt, model.clone(), options)?;
+    let mut engine = Engine::new(&rt, model.clone(), options)?.with_stop(interrupt.stop_signal());
     if let Some(spec) = &cli.runtime.emulate {
         engine = engine.with_emulation(spec.to_string());
     }
@@ -276,13 +282,19 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     match cli.tune {
         Some(_) => {
             let (bar, print) = trial_printer(engine.options().expected_trials(&rt, &model))?;
-            let found = engine.tune(print)?;
+            let tuned = engine.tune(print);
             bar.finish_and_clear();
-            let algorithm = cli.search.to_string();
-            sayln!(
-                "\n{}",
-                taopipe::tuner::Report::new(&algorithm, cli.tune, found)
-            );
+            match tuned {
+                Ok(found) => {
+                    let algorithm = cli.search.to_string();
+                    sayln!(
+                        "\n{}",
+                        taopipe::tuner::Report::new(&algorithm, cli.tune, found)
+                    );
+                }
+                Err(LiveError::Stopped) => sayln!("tuning stopped before its first trial"),
+                Err(e) => return Err(e.into()),
+            }
         }
         None if c >= 2 => {
             let seeds = Seeds::from_net(model.spec(), c)?;
@@ -319,6 +331,15 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     let until = cli.seconds.map(Duration::from_secs_f64);
     let source = frames(&model, count, cli.seed)
         .take_while(move |_| until.is_none_or(|u| started.elapsed() < u));
+    // The line a script (or the interrupt tests) can wait for: serving has begun.
+    sayln!(
+        "serving {}: {}",
+        engine.configuration(),
+        match cli.seconds {
+            Some(s) => format!("{s} s"),
+            None => format!("{} frames", cli.frames),
+        }
+    );
     let mut served = 0u64;
     let done = AtomicBool::new(false);
     let handle = engine.handle();
@@ -345,7 +366,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         anyhow::Ok(report?)
     })?;
     bar.finish_and_clear();
-    if cli.rate.is_none() && report.run.throughput_fps > 0.0 {
+    if cli.rate.is_none() && report.run.throughput_fps > 0.0 && !interrupt.raised() {
         // Latency at a sustainable rate, in a run of its own.
         let rate = 0.8 * report.run.throughput_fps;
         let latency_frames = cli.frames.min(30);
@@ -358,8 +379,13 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
             stream: paced.run,
         });
     }
-    sayln!("layer-parallel baseline: {} frames", cli.frames);
-    report.baseline = Some(engine.baseline(frames(&model, cli.frames, cli.seed), |_, _| {})?);
+    if !interrupt.raised() {
+        // (A signal during it ends it between frames: the engine holds the stop.)
+        sayln!("layer-parallel baseline: {} frames", cli.frames);
+        report.baseline = Some(engine.baseline(frames(&model, cli.frames, cli.seed), |_, _| {})?);
+    }
+    // What was skipped, or cut, for a signal makes the whole report partial.
+    report.partial |= interrupt.raised();
 
     sayln!(
         "\nconfiguration served at the end: {}",
@@ -377,5 +403,11 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         taopipe::live::plot::balance_svg(&report, &balance)?;
         sayln!("pictures: {} and {}", run.display(), balance.display());
     }
+    let trials = report.tuning.as_ref().map_or(0, |t| t.search.trials.len());
+    interrupt.exit_if_raised(&format!(
+        "stopped after {trials} trial(s) and {} frame(s) served{}",
+        report.run.frames,
+        cli.json.written()
+    ));
     Ok(())
 }

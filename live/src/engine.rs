@@ -24,6 +24,16 @@
 //! frames too; then the best serves, watched against its trial's times. The report marks
 //! every change and re-tune ([`What`]).
 //!
+//! # Stopping (interrupts)
+//! An engine installs no signal handler: a library does not own its process's signals.
+//! The caller hands it a [`StopSignal`] ([`Engine::with_stop`]; a handler can raise one
+//! through [`StopSignal::from_flag`]) or raises [`Handle::stop`]. Then tuning ends between
+//! two trials, keeping the trials done ([`StopReason::Stopped`](taopipe_tuner::StopReason)
+//! in the search), and a run admits no frame more: the frames already admitted are
+//! delivered, in order, and [`Engine::run`] returns the report with
+//! [`Report::partial`] set. [`Engine::baseline`] stops between frames. A stop is final:
+//! later runs admit nothing.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use taopipe_live::{Engine, TuneOptions, frames};
@@ -53,8 +63,8 @@ use taopipe_dsl::Seeds;
 use taopipe_nets::{Frame, Isa, Model};
 use taopipe_runtime::{EmulationSchedule, Runtime, StopSignal};
 use taopipe_tuner::{
-    Change, Configuration, PipeSearch, SearchError, SearchResult, StageTimes, WarmStart, Watch,
-    retune,
+    Change, Configuration, PipeSearch, SearchError, SearchResult, StageTimes, StopReason,
+    WarmStart, Watch, retune,
 };
 
 use crate::LiveError;
@@ -96,6 +106,7 @@ enum Retune {
 pub struct Handle {
     retune: Arc<AtomicBool>,
     marks: Arc<Mutex<Vec<(Instant, String)>>>,
+    stop: StopSignal,
 }
 
 impl Handle {
@@ -110,6 +121,13 @@ impl Handle {
     pub fn mark(&self, label: impl Into<String>) {
         let mut marks = self.marks.lock().unwrap_or_else(|e| e.into_inner());
         marks.push((Instant::now(), label.into()));
+    }
+
+    /// Asks the engine to stop (module docs): tuning ends between two trials, a run
+    /// between two frames, each returning what it did. Raises the engine's
+    /// [`StopSignal`] ([`Engine::with_stop`]), so it is final.
+    pub fn stop(&self) {
+        self.stop.stop();
     }
 }
 
@@ -136,6 +154,14 @@ impl<'rt> Engine<'rt> {
             config,
             handle: Handle::default(),
         })
+    }
+
+    /// Stops when `stop` is raised (module docs): e.g. a flag a SIGINT handler sets
+    /// ([`StopSignal::from_flag`]). Handles taken before share the engine's former signal,
+    /// so call this first.
+    pub fn with_stop(mut self, stop: StopSignal) -> Self {
+        self.handle.stop = stop;
+        self
     }
 
     /// Records the emulation the runtime was given (as the user wrote it) in reports.
@@ -176,14 +202,18 @@ impl<'rt> Engine<'rt> {
 
     /// Tunes by measuring ([`crate::tune::tune`], on deterministic frames whose outputs
     /// are dropped) and serves the best configuration measured; `on_trial` sees each trial.
+    /// Stopped (module docs), it serves the best of the trials done, and the result says
+    /// [`StopReason::Stopped`](taopipe_tuner::StopReason).
     ///
     /// # Errors
-    /// A failing measurement or layer; the configuration served is then unchanged.
+    /// A failing measurement or layer, or a stop before the first trial was done
+    /// ([`LiveError::Stopped`]); the configuration served is then unchanged.
     pub fn tune(
         &mut self,
         mut on_trial: impl FnMut(&Configuration, &StageTimes),
     ) -> Result<&SearchResult, LiveError> {
-        let found = tune(self.rt, &self.model, &self.options, &mut on_trial)?;
+        let stop = &self.handle.stop;
+        let found = tune(self.rt, &self.model, &self.options, stop, &mut on_trial)?;
         self.config = found.best.clone();
         Ok(self.tuned.insert(found))
     }
@@ -234,7 +264,8 @@ impl<'rt> Engine<'rt> {
 
     /// Serves `source` (module docs) and calls `sink(seq, frame)` for each frame, in order,
     /// on the calling thread; then reports the run. The configuration served at the end
-    /// stays served.
+    /// stays served. Stopped (module docs), it returns once the frames admitted are
+    /// delivered, the report marked [`partial`](Report::partial).
     ///
     /// # Errors
     /// The first failing stage, after the frames ahead of it were delivered.
@@ -252,16 +283,18 @@ impl<'rt> Engine<'rt> {
             &mut sink,
             pace,
             self.handle.retune.clone(),
+            self.handle.stop.clone(),
         );
         let conditions = Mutex::new(Vec::new());
         let schedule = self.schedule.clone();
-        let stop = StopSignal::new();
+        // The schedule plays until serving ends, stopped or not.
+        let played = StopSignal::new();
         let start = server.start;
         let served = std::thread::scope(|s| {
             let player = schedule.as_ref().map(|schedule| {
-                let (stop, conditions) = (&stop, &conditions);
+                let (played, conditions) = (&played, &conditions);
                 s.spawn(move || {
-                    schedule.play(rt, start, stop, |at, step| {
+                    schedule.play(rt, start, played, |at, step| {
                         let mut events = conditions.lock().unwrap_or_else(|e| e.into_inner());
                         events.push(Event {
                             at_s: at.as_secs_f64(),
@@ -274,7 +307,7 @@ impl<'rt> Engine<'rt> {
                 })
             });
             let served = self.serve_watched(&mut server);
-            stop.stop();
+            played.stop();
             let played = player.map(|p| p.join().unwrap_or(Ok(())));
             served.and_then(|events| match played {
                 Some(Err(e)) => Err(LiveError::from(e)),
@@ -306,6 +339,9 @@ impl<'rt> Engine<'rt> {
         let mut events = Vec::new();
         let mut expected = self.tuned.as_ref().map(|t| t.best_times.clone());
         loop {
+            if server.stopped() {
+                return Ok(events);
+            }
             let gate = match self.options.watch {
                 Some(options) => Gate::Watch(Watch::new(options, expected.as_ref())),
                 None => Gate::Serve,
@@ -315,7 +351,7 @@ impl<'rt> Engine<'rt> {
             } else {
                 Some(server.segment(&self.config, gate)?)
             };
-            if server.exhausted {
+            if server.exhausted || server.stopped() {
                 return Ok(events);
             }
             let seen_s = server.now_s();
@@ -381,7 +417,7 @@ impl<'rt> Engine<'rt> {
         let weights = Seeds::from_net(spec, c.max(1))?.weights().to_vec();
         let mut measure = ServedMeasure::new(server, self.options.stability());
         let ended = |m: &ServedMeasure<'_, '_>, e: taopipe_tuner::MeasureError| {
-            if m.exhausted() {
+            if m.exhausted() || e == taopipe_tuner::MeasureError::Stopped {
                 Ok(Retune::Ended)
             } else {
                 Err(LiveError::from(SearchError::from(e)))
@@ -480,12 +516,18 @@ impl<'rt> Engine<'rt> {
             timeline: server.timeline.clone(),
             recoveries: Vec::new(),
             latency_run: None,
+            partial: server.stopped()
+                || self
+                    .tuned
+                    .as_ref()
+                    .is_some_and(|t| t.stopped == StopReason::Stopped),
         }
     }
 
     /// Streams `source` through the layer-parallel baseline (one frame at a time, every
     /// layer on all workers, as ONNX Runtime runs a net; on the
     /// [`widest_place`](crate::widest_place) under a layout) under the same conditions.
+    /// Stopped (module docs), it takes no frame more and reports the frames it ran.
     ///
     /// # Errors
     /// A failing layer.
@@ -494,6 +536,8 @@ impl<'rt> Engine<'rt> {
         source: impl Iterator<Item = Frame>,
         sink: impl FnMut(u64, Frame),
     ) -> Result<StreamReport, LiveError> {
+        let stop = &self.handle.stop;
+        let source = source.take_while(|_| !stop.is_stopped());
         let stats = layer_parallel(self.rt, &self.model, source, sink)?;
         Ok(StreamReport::from_switch(&stats))
     }

@@ -41,4 +41,9 @@ pub enum LiveError {
     /// A frame rate that is not a positive number.
     #[error("frame rate {0}: expected a positive number of frames per second")]
     BadRate(f64),
+    /// Stopped ([`Engine::with_stop`](crate::Engine::with_stop)) before a tuning had
+    /// measured anything: there is no result to return. A stop after the first trial is
+    /// no error: the search returns the trials done.
+    #[error("stopped before the first trial was measured")]
+    Stopped,
 }

@@ -17,6 +17,15 @@
 //! - [`plot`]: SVG pictures of a run's [`Report`] (over time, and the stage balance).
 //! - [`output`]: output paths checked before a long run, and files written whole
 //!   (temporary file, then rename).
+//!
+//! **Interrupts.** Nothing here installs a signal handler: a library must not own its
+//! process's signals. A caller that wants Ctrl-C to end a run cleanly registers a flag with
+//! its handler and gives it to the engine ([`Engine::with_stop`],
+//! [`StopSignal::from_flag`](taopipe_runtime::StopSignal::from_flag)); raising it ends
+//! tuning between trials (the trials done are kept, the search `stopped: "stopped"`) and
+//! serving between frames (every admitted frame delivered, in order), and the
+//! [`Report`] says [`partial`](Report::partial). The examples write that report with
+//! [`output::write_atomic`], so no half-written report is ever left behind.
 #![deny(missing_docs)]
 
 pub mod devices;

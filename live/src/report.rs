@@ -119,6 +119,13 @@ pub struct Report {
     pub recoveries: Vec<Recovery>,
     /// A second, paced run for latency (a saturating run's latency is a full queue's).
     pub latency_run: Option<PacedRun>,
+    /// Whether the work reported was cut short by a stop (an interrupt;
+    /// [`Engine::with_stop`](crate::Engine::with_stop)): the run ended before its source
+    /// did, or the tuning before its search did (its `stopped` says `"stopped"`). The
+    /// frames listed were still all delivered, in order; what is missing was never
+    /// started. A caller that skips later parts (the baseline, a latency run) on a stop
+    /// sets it too.
+    pub partial: bool,
 }
 
 /// A run with frames offered at a fixed rate, for its latency.
@@ -362,6 +369,13 @@ impl fmt::Display for Report {
         }
         if let Some(x) = self.speedup() {
             writeln!(f, "pipeline / layer-parallel throughput: {x:.2}")?;
+        }
+        if self.partial {
+            writeln!(
+                f,
+                "partial: stopped before the end ({} frames delivered)",
+                self.run.frames
+            )?;
         }
         Ok(())
     }

@@ -28,6 +28,14 @@
 //! [`Samples::probe_hopeless`](taopipe_tuner::Samples::probe_hopeless) whether it can
 //! still win. If not, the trial ends with that one frame; if so, it admits its first beat
 //! and its beats start after the probe frame, so it costs `n + p` frames.
+//!
+//! **Stopping** (the caller's [`StopSignal`], e.g. raised by a SIGINT handler): the segment
+//! running admits no frame more, the frames it admitted are delivered in order, and no
+//! later segment starts. A trial cut by the stop is not a measurement
+//! ([`MeasureError::Stopped`]: the search ends with the trials done before). The stop may
+//! be an atomic a signal handler stores to, which cannot wake a thread, so a segment
+//! waiting to admit its next frame (a trial between beats, a paced source between due
+//! times) looks at it every 10 ms (`STOP_POLL`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +51,10 @@ use taopipe_tuner::{
 use crate::LiveError;
 use crate::measure::LiveMeasure;
 use crate::report::FrameRecord;
+
+/// How often a segment waiting to admit a frame looks at the stop (module docs): well
+/// under a frame of the smallest nets served, so a stop costs no frame more.
+pub(crate) const STOP_POLL: Duration = Duration::from_millis(10);
 
 /// When a segment stops admitting frames.
 pub(crate) enum Gate {
@@ -188,6 +200,7 @@ pub(crate) struct Server<'a> {
     sink: &'a mut dyn FnMut(u64, Arc<Frame>),
     pace: Option<Pace>,
     retune: Arc<AtomicBool>,
+    stop: StopSignal,
     /// When the run started.
     pub start: Instant,
     taken: u64,
@@ -210,6 +223,7 @@ impl<'a> Server<'a> {
         sink: &'a mut dyn FnMut(u64, Arc<Frame>),
         pace: Option<Pace>,
         retune: Arc<AtomicBool>,
+        stop: StopSignal,
     ) -> Self {
         Server {
             rt,
@@ -218,6 +232,7 @@ impl<'a> Server<'a> {
             sink,
             pace,
             retune,
+            stop,
             start: Instant::now(),
             taken: 0,
             delivered: 0,
@@ -233,6 +248,11 @@ impl<'a> Server<'a> {
         self.delivered
     }
 
+    /// Whether the stop was raised before the source ended: the run is cut short.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.is_stopped() && !self.exhausted
+    }
+
     /// Seconds since the run started.
     pub(crate) fn now_s(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
@@ -246,6 +266,16 @@ impl<'a> Server<'a> {
     ) -> Result<Segment, LiveError> {
         let trial = matches!(gate, Gate::Trial(..));
         let stages = config.stage_count();
+        if self.stop.is_stopped() {
+            // Nothing to admit: no pipeline built, no frame pool filled.
+            return Ok(Segment {
+                gate,
+                change: None,
+                forced: false,
+                frames: 0,
+                busy: vec![Duration::ZERO; self.rt.num_workers()],
+            });
+        }
         // A trial admits the frames of its first beat; each beat that does not settle it
         // admits one more, so the pipeline stays full and `n` samples cost `n + p − 1`
         // frames (module docs).
@@ -290,6 +320,7 @@ impl<'a> Server<'a> {
             source: &mut *self.source,
             shared: &shared,
             arrivals: &arrivals,
+            stop: &self.stop,
             pace: self.pace,
             start: self.start,
             taken: &mut self.taken,
@@ -328,7 +359,7 @@ impl<'a> Server<'a> {
                 *delivered += 1;
                 frames += 1;
             },
-            &StopSignal::new(),
+            &self.stop,
         )?;
         let busy_after = busy(self.rt);
         let mut st = shared.lock();
@@ -352,12 +383,13 @@ fn busy(rt: &Runtime) -> Vec<Duration> {
     rt.stats().workers.iter().map(|w| w.busy).collect()
 }
 
-/// The segment's view of the source: admits frames while the gate allows, paced if asked,
-/// and notes each frame's arrival.
+/// The segment's view of the source: admits frames while the gate allows and no stop is
+/// raised, paced if asked, and notes each frame's arrival.
 struct Admit<'s, 'a> {
     source: &'s mut (dyn Iterator<Item = Frame> + Send + 'a),
     shared: &'s Shared,
     arrivals: &'s Mutex<VecDeque<Instant>>,
+    stop: &'s StopSignal,
     pace: Option<Pace>,
     start: Instant,
     taken: &'s mut u64,
@@ -370,10 +402,15 @@ impl Iterator for Admit<'_, '_> {
     fn next(&mut self) -> Option<Arc<Frame>> {
         {
             let mut st = self.shared.lock();
-            while !st.done && st.admitted >= st.allowed {
-                st = self.shared.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            while !st.done && st.admitted >= st.allowed && !self.stop.is_stopped() {
+                st = self
+                    .shared
+                    .wake
+                    .wait_timeout(st, STOP_POLL)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
             }
-            if st.done {
+            if st.done || self.stop.is_stopped() {
                 return None;
             }
             st.admitted += 1;
@@ -381,8 +418,11 @@ impl Iterator for Admit<'_, '_> {
         let arrival = match self.pace {
             Some(p) => {
                 let due = self.start + Duration::from_secs_f64(*self.taken as f64 / p.fps);
-                if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
+                while let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    if self.stop.is_stopped() {
+                        return None;
+                    }
+                    std::thread::sleep(wait.min(STOP_POLL));
                 }
                 due
             }
@@ -436,6 +476,9 @@ impl Measure for ServedMeasure<'_, '_> {
     }
 
     fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
+        if self.server.stop.is_stopped() {
+            return Err(MeasureError::Stopped);
+        }
         let samples = Samples::new(config.stage_count()).with_bound(self.best_ms.take());
         let gate = Gate::Trial(samples, self.rule);
         let segment = self
@@ -447,6 +490,10 @@ impl Measure for ServedMeasure<'_, '_> {
         let Gate::Trial(samples, _) = segment.gate else {
             unreachable!("a trial segment keeps its gate")
         };
+        if self.server.stop.is_stopped() && !samples.settled(&self.rule) {
+            // Cut by the stop: too few samples to be a measurement (module docs).
+            return Err(MeasureError::Stopped);
+        }
         if samples.is_empty() {
             return Err(MeasureError::Failed {
                 reason: format!("{config}: the frame source ended"),

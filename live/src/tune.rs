@@ -15,6 +15,13 @@
 //! search's stages on the widest allowed place inside their runs
 //! ([`AllowedPlaces`](taopipe_tuner::AllowedPlaces)). A layout whose runs hold no place
 //! for two stages or more leaves the one-stage configuration alone.
+//!
+//! # Stopping
+//! [`tune`] and [`search`] take the caller's [`StopSignal`]: once it is raised, no trial
+//! starts (and a live trial in progress admits no frame more, its admitted frames
+//! delivered), and the search returns the trials done, marked
+//! [`StopReason::Stopped`] ([`MeasureError::Stopped`] ends every search that way). A stop
+//! before the first trial is [`LiveError::Stopped`].
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,7 +31,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use taopipe_dsl::Seeds;
 use taopipe_nets::Model;
-use taopipe_runtime::Runtime;
+use taopipe_runtime::{Runtime, StopSignal};
 use taopipe_tuner::{
     Configuration, Exhaustive, Measure, MeasureError, PipeSearch, PlacePolicy, RandomWalk, Robust,
     RobustOptions, SearchError, SearchResult, SearchSpace, Stability, StageTimes, StopReason,
@@ -196,10 +203,12 @@ impl TuneOptions {
     }
 }
 
-/// Calls `on_trial` once per trial, after its repetitions.
+/// Calls `on_trial` once per trial, after its repetitions; starts no trial once `stop` is
+/// raised (module docs).
 struct Observed<'f, M> {
     inner: M,
     on_trial: &'f mut dyn FnMut(&Configuration, &StageTimes),
+    stop: &'f StopSignal,
 }
 
 impl<M: Measure> Measure for Observed<'_, M> {
@@ -208,6 +217,9 @@ impl<M: Measure> Measure for Observed<'_, M> {
     }
 
     fn stage_times(&mut self, config: &Configuration) -> Result<StageTimes, MeasureError> {
+        if self.stop.is_stopped() {
+            return Err(MeasureError::Stopped);
+        }
         let times = self.inner.stage_times(config)?;
         (self.on_trial)(config, &times);
         Ok(times)
@@ -217,17 +229,20 @@ impl<M: Measure> Measure for Observed<'_, M> {
 /// Tunes `model` on `rt` by measuring: the one-stage candidate first, then the search
 /// from the seeds `options.seeds` names (module docs). `on_trial` sees every trial's
 /// configuration and stage times as they are measured (progress bars, trial tables). A net,
-/// runtime or layout with no room for two stages gets the one-stage configuration.
+/// runtime or layout with no room for two stages gets the one-stage configuration. Raising
+/// `stop` ends it between trials with the trials done (module docs).
 ///
 /// # Errors
-/// A failing measurement or layer.
+/// A failing measurement or layer; [`LiveError::Stopped`] when stopped before the first
+/// trial was done.
 pub fn tune(
     rt: &Runtime,
     model: &Arc<Model>,
     options: &TuneOptions,
+    stop: &StopSignal,
     on_trial: &mut dyn FnMut(&Configuration, &StageTimes),
 ) -> Result<SearchResult, LiveError> {
-    with_measure(rt, model, options, on_trial, &mut |measure| {
+    with_measure(rt, model, options, stop, on_trial, &mut |measure| {
         let units = model.spec().units().len();
         let c = options.stage_limit(rt, model);
         let one = Configuration::contiguous_on(&[units], &allowed_places(rt))?;
@@ -248,7 +263,20 @@ pub fn tune(
             SeedKind::Paper => Seeds::from_net(model.spec(), c)?,
             SeedKind::Speed => Seeds::from_net(model.spec(), c)?.with_key(speed_key(rt)),
         };
-        let found = run_search(rt, model, options, &seeds, measure)?;
+        let found = match run_search(rt, model, options, &seeds, measure) {
+            // Stopped before the search's first trial: the candidate alone was measured.
+            Err(LiveError::Search(SearchError::Measure(MeasureError::Stopped))) => {
+                let alone = SearchResult {
+                    best: one.clone(),
+                    best_times: one_times.clone(),
+                    trials: Vec::new(),
+                    tuning: Duration::ZERO,
+                    stopped: StopReason::Stopped,
+                };
+                return Ok(alone.with_prior(one, one_times, took));
+            }
+            found => found?,
+        };
         // Near-ties are measured again, as after a re-tune: a lucky trial must not
         // decide alone what is served (`taopipe_tuner::confirm`).
         Ok(confirm(found.with_prior(one, one_times, took), measure)?)
@@ -256,33 +284,38 @@ pub fn tune(
 }
 
 /// The search alone (no one-stage candidate) from `seeds`, e.g. seeds ranked by a
-/// planner's predictor: what [`tune`] runs after its candidate.
+/// planner's predictor: what [`tune`] runs after its candidate. Raising `stop` ends it
+/// between trials with the trials done (module docs).
 ///
 /// # Errors
-/// Fewer than two stages possible, a failing measurement or layer.
+/// Fewer than two stages possible, a failing measurement or layer; [`LiveError::Stopped`]
+/// when stopped before the first trial was done.
 pub fn search(
     rt: &Runtime,
     model: &Arc<Model>,
     options: &TuneOptions,
     seeds: &Seeds,
+    stop: &StopSignal,
     on_trial: &mut dyn FnMut(&Configuration, &StageTimes),
 ) -> Result<SearchResult, LiveError> {
-    with_measure(rt, model, options, on_trial, &mut |measure| {
+    with_measure(rt, model, options, stop, on_trial, &mut |measure| {
         run_search(rt, model, options, seeds, measure)
     })
 }
 
 /// Calls `f` with the measurement `options.measure` names, each trial reported to
 /// `on_trial`: live trials stream deterministic frames ([`frames`]) whose outputs are
-/// dropped; the others run the frame [`frame_input`]`(_, options.seed)`.
+/// dropped; the others run the frame [`frame_input`]`(_, options.seed)`. A stop with
+/// nothing measured is [`LiveError::Stopped`].
 fn with_measure(
     rt: &Runtime,
     model: &Arc<Model>,
     options: &TuneOptions,
+    stop: &StopSignal,
     on_trial: &mut dyn FnMut(&Configuration, &StageTimes),
     f: &mut dyn FnMut(&mut dyn Measure) -> Result<SearchResult, LiveError>,
 ) -> Result<SearchResult, LiveError> {
-    match options.measure {
+    let found = match options.measure {
         MeasureKind::Live => {
             let mut source = frames(model, u64::MAX, options.seed);
             let mut sink = |_, _| {};
@@ -293,19 +326,38 @@ fn with_measure(
                 &mut sink,
                 None,
                 Arc::default(),
+                stop.clone(),
             );
             let inner = ServedMeasure::new(&mut server, options.stability());
-            f(&mut Observed { inner, on_trial })
+            f(&mut Observed {
+                inner,
+                on_trial,
+                stop,
+            })
         }
         MeasureKind::Isolated => {
             let inner = live_measure(rt, model, options, LiveMode::Isolated)?;
-            f(&mut Observed { inner, on_trial })
+            f(&mut Observed {
+                inner,
+                on_trial,
+                stop,
+            })
         }
         MeasureKind::Pipelined => {
             let mode = LiveMode::Pipelined { frames: 4 };
             let inner = live_measure(rt, model, options, mode)?;
-            f(&mut Observed { inner, on_trial })
+            f(&mut Observed {
+                inner,
+                on_trial,
+                stop,
+            })
         }
+    };
+    match found {
+        Err(LiveError::Search(SearchError::Measure(MeasureError::Stopped))) => {
+            Err(LiveError::Stopped)
+        }
+        found => found,
     }
 }
 

@@ -181,6 +181,27 @@ impl StopSignal {
         StopSignal::default()
     }
 
+    /// A signal raised whenever `flag` is set, by this process or by a signal handler. A
+    /// handler may do little more than store to an atomic, so the caller makes the flag,
+    /// registers it (`signal_hook::flag::register(SIGINT, flag.clone())`) and hands it
+    /// here; the runtime installs no handler itself, the process's signals being its
+    /// owner's.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use taopipe_runtime::StopSignal;
+    ///
+    /// let flag = Arc::new(AtomicBool::new(false));
+    /// let stop = StopSignal::from_flag(flag.clone());
+    /// assert!(!stop.is_stopped());
+    /// flag.store(true, Ordering::SeqCst); // what a signal handler does
+    /// assert!(stop.is_stopped());
+    /// ```
+    pub fn from_flag(flag: Arc<AtomicBool>) -> StopSignal {
+        StopSignal(flag)
+    }
+
     /// Stops admitting frames; admitted ones are still delivered.
     pub fn stop(&self) {
         self.0.store(true, Ordering::Release);

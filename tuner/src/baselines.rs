@@ -40,11 +40,16 @@ impl Exhaustive {
     pub fn run<M: Measure + ?Sized>(&self, measure: &mut M) -> Result<SearchResult, SearchError> {
         let start = Instant::now();
         let mut eval = Evaluator::new();
-        for config in self.space.iter() {
-            eval.visit(measure, config, Phase::Exhaustive, None)?;
-        }
-        eval.finish(start.elapsed(), StopReason::Complete)
-            .ok_or(no_stage_counts(&self.space))
+        let walked = self
+            .space
+            .iter()
+            .try_for_each(|config| {
+                eval.visit(measure, config, Phase::Exhaustive, None)
+                    .map(drop)
+            })
+            .map(|()| StopReason::Complete)
+            .map_err(SearchError::from);
+        eval.conclude(start.elapsed(), walked, no_stage_counts(&self.space))
     }
 }
 
@@ -100,26 +105,28 @@ impl RandomWalk {
         let mut rng = SplitMix64::new(self.seed);
         let mut eval = Evaluator::new();
         let size = self.space.size();
-        let stopped = loop {
-            if eval.len() >= self.budget {
-                break StopReason::Budget;
-            }
-            if eval.len() as u128 >= size {
-                break StopReason::Exhausted;
-            }
-            let Some(config) = self.space.sample(&mut rng) else {
-                break StopReason::Exhausted;
-            };
-            if eval.contains(&config) {
-                continue;
-            }
-            let (t, _) = eval.visit(measure, config, Phase::Random, None)?;
-            if self.target_ms.is_some_and(|target| t <= target) {
-                break StopReason::Target;
+        let mut walk = || -> Result<StopReason, SearchError> {
+            loop {
+                if eval.len() >= self.budget {
+                    return Ok(StopReason::Budget);
+                }
+                if eval.len() as u128 >= size {
+                    return Ok(StopReason::Exhausted);
+                }
+                let Some(config) = self.space.sample(&mut rng) else {
+                    return Ok(StopReason::Exhausted);
+                };
+                if eval.contains(&config) {
+                    continue;
+                }
+                let (t, _) = eval.visit(measure, config, Phase::Random, None)?;
+                if self.target_ms.is_some_and(|target| t <= target) {
+                    return Ok(StopReason::Target);
+                }
             }
         };
-        eval.finish(start.elapsed(), stopped)
-            .ok_or(no_stage_counts(&self.space))
+        let walked = walk();
+        eval.conclude(start.elapsed(), walked, no_stage_counts(&self.space))
     }
 }
 

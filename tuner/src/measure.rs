@@ -101,6 +101,12 @@ pub enum MeasureError {
         /// What went wrong.
         reason: String,
     },
+    /// The measurer was asked to stop (an interrupt) before this configuration's
+    /// measurement was complete. Not a failure: every search ends on it with the trials
+    /// done before ([`StopReason::Stopped`](crate::StopReason::Stopped)), so an interrupt
+    /// keeps minutes of measurements instead of throwing them away.
+    #[error("stopped before the measurement was complete")]
+    Stopped,
 }
 
 /// Measures `config` and checks the answer: one finite, non-negative time per stage.

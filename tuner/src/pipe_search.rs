@@ -198,10 +198,22 @@ impl PipeSearch {
         for (config, times) in known {
             eval.know(config.clone(), times, Phase::Current);
         }
+        let walked = self.walk(&mut lists, &mut eval, measure, &no_stage_counts);
+        eval.conclude(start.elapsed(), walked, no_stage_counts)
+    }
 
+    /// Alg. 2 itself over `lists`, measuring into `eval`; why it stopped.
+    fn walk<M: Measure + ?Sized>(
+        &self,
+        lists: &mut [SortedList],
+        eval: &mut Evaluator,
+        measure: &mut M,
+        no_stage_counts: &SearchError,
+    ) -> Result<StopReason, SearchError> {
+        let workers = self.workers();
         // Line 1: S_min ← the best of the seeds S[p][0].
         let mut seeds_of: Vec<Option<Configuration>> = Vec::with_capacity(lists.len());
-        for list in &mut lists {
+        for list in lists.iter_mut() {
             let seed = list.next(workers)?;
             if let Some((config, c)) = &seed {
                 eval.visit(measure, config.clone(), Phase::Seed, Some(c + 1))?;
@@ -253,7 +265,7 @@ impl PipeSearch {
                 gamma += 1;
             }
         }
-        eval.finish(start.elapsed(), stopped).ok_or(no_stage_counts)
+        Ok(stopped)
     }
 }
 

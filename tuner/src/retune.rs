@@ -27,8 +27,8 @@ use std::time::Instant;
 use taopipe_dsl::Seeds;
 
 use crate::{
-    Configuration, Measure, Phase, PipeSearch, SearchError, SearchResult, StageTimes, speed_key,
-    worker_speeds,
+    Configuration, Measure, MeasureError, Phase, PipeSearch, SearchError, SearchResult, StageTimes,
+    StopReason, speed_key, worker_speeds,
 };
 
 /// Most measurements a confirmation takes (module docs).
@@ -90,21 +90,34 @@ pub fn retune<M: Measure + ?Sized>(
             best_times: start.times.clone(),
             trials: Vec::new(),
             tuning: std::time::Duration::ZERO,
-            stopped: crate::StopReason::Complete,
+            stopped: StopReason::Complete,
         }
     };
+    if found.stopped == StopReason::Stopped {
+        return Ok(found);
+    }
     let began = Instant::now();
     let found = if found.trials.iter().any(|t| t.configuration == one) {
         found
     } else {
-        let times = crate::measure::measure_checked(measure, &one)?;
-        found.with_prior(one, times, began.elapsed())
+        match crate::measure::measure_checked(measure, &one) {
+            Ok(times) => found.with_prior(one, times, began.elapsed()),
+            Err(MeasureError::Stopped) => {
+                return Ok(SearchResult {
+                    stopped: StopReason::Stopped,
+                    ..found
+                });
+            }
+            Err(e) => return Err(e.into()),
+        }
     };
     confirm(found, measure)
 }
 
 /// Confirms the winner of `found` (module docs): what a re-tune ends with, and the
 /// engine's first tuning too. The extra measurements' time is added to `found.tuning`.
+/// A search that was stopped ([`StopReason::Stopped`]) is returned as it is, and a stop
+/// during the confirmation ends it there, the best chosen from the measurements taken.
 ///
 /// ```
 /// use std::time::Duration;
@@ -161,11 +174,21 @@ pub fn confirm<M: Measure + ?Sized>(
                 .total_cmp(&latest[b].1.slowest_ms())
         })
     };
+    if found.stopped == StopReason::Stopped {
+        return Ok(found);
+    }
     for _ in 0..CONFIRM_MAX {
         let Some(i) = fastest(&latest).filter(|&i| !latest[i].2) else {
             break;
         };
-        let again = crate::measure::measure_checked(measure, &latest[i].0)?;
+        let again = match crate::measure::measure_checked(measure, &latest[i].0) {
+            Ok(again) => again,
+            Err(MeasureError::Stopped) => {
+                found.stopped = StopReason::Stopped;
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        };
         let first = found
             .trials
             .iter()

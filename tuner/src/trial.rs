@@ -69,6 +69,10 @@ pub enum StopReason {
     Target,
     /// The trial budget was spent (random walk).
     Budget,
+    /// A measurement reported [`MeasureError::Stopped`] (an interrupt): the search ended
+    /// between two trials, and its trials are the ones done before. The best is the best
+    /// of those, not of a finished search.
+    Stopped,
 }
 
 /// The outcome of a search.
@@ -269,6 +273,26 @@ impl Evaluator {
             .filter(|t| counts.contains(&t.configuration.stage_count()))
             .min_by(|a, b| a.slowest_ms.total_cmp(&b.slowest_ms))
             .map(|t| t.configuration.stage_count())
+    }
+
+    /// The result of a search whose walk ended with `walked`: its stop reason, or a
+    /// measurement that reported [`MeasureError::Stopped`], which ends the search with the
+    /// trials done before it ([`StopReason::Stopped`]) rather than failing it. With no
+    /// trial at all: `empty` after a walk, the stop itself after a stop.
+    pub(crate) fn conclude(
+        self,
+        tuning: Duration,
+        walked: Result<StopReason, SearchError>,
+        empty: SearchError,
+    ) -> Result<SearchResult, SearchError> {
+        let stopped = match walked {
+            Ok(reason) => reason,
+            Err(SearchError::Measure(MeasureError::Stopped)) if self.len() > 0 => {
+                StopReason::Stopped
+            }
+            Err(e) => return Err(e),
+        };
+        self.finish(tuning, stopped).ok_or(empty)
     }
 
     /// The result; `None` when nothing was measured.

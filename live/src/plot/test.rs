@@ -146,6 +146,7 @@ fn report() -> Report {
             after_retune_fps: Some(5.0),
         }],
         latency_run: None,
+        partial: false,
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use taopipe_nets::{Frame, Model, RandomWeights, zoo};
-use taopipe_runtime::{Runtime, Topology};
-use taopipe_tuner::{Configuration, Measure, RACE_SAMPLES, Stability};
+use taopipe_runtime::{Runtime, StopSignal, Topology};
+use taopipe_tuner::{Configuration, Measure, MeasureError, RACE_SAMPLES, Stability};
 
 use super::{ServedMeasure, Server};
 
@@ -40,6 +40,7 @@ fn trial_frames(
         &mut sink,
         None,
         Arc::new(AtomicBool::new(false)),
+        StopSignal::new(),
     );
     let mut measure = ServedMeasure::new(&mut server, rule);
     if let Some(best) = best_ms {
@@ -81,4 +82,53 @@ fn a_trial_costs_its_samples_plus_the_pipeline_depth() {
             );
         }
     }
+}
+
+#[test]
+fn a_trial_cut_by_the_stop_is_no_measurement_and_delivers_what_it_admitted() {
+    let (rt, model) = setup();
+    let units = model.spec().units().len();
+    let config = Configuration::contiguous(&[units / 2, units - units / 2], 2).expect("config");
+    let stop = StopSignal::new();
+    let mut source = crate::frames(&model, u64::MAX, 0);
+    let mut seqs = Vec::new();
+    let raiser = stop.clone();
+    // The stop is raised on the second frame out, as a signal handler would raise it:
+    // the trial (up to 50 samples) cannot have settled by then.
+    let mut sink = |seq: u64, _: Arc<Frame>| {
+        seqs.push(seq);
+        if seq == 1 {
+            raiser.stop();
+        }
+    };
+    let mut server = Server::new(
+        &rt,
+        model.clone(),
+        &mut source,
+        &mut sink,
+        None,
+        Arc::new(AtomicBool::new(false)),
+        stop,
+    );
+    let mut measure = ServedMeasure::new(&mut server, Stability::fixed(50));
+    let cut = measure.stage_times(&config);
+    assert_eq!(cut, Err(MeasureError::Stopped));
+    // Once stopped, a trial admits nothing at all.
+    assert_eq!(measure.stage_times(&config), Err(MeasureError::Stopped));
+    let delivered = server.delivered();
+    assert!(server.stopped());
+    drop(server);
+    assert!(
+        delivered >= 2,
+        "the frames out before the stop: {delivered}"
+    );
+    assert!(
+        delivered < 50,
+        "the stop ended the trial: {delivered} frames"
+    );
+    assert_eq!(
+        seqs,
+        (0..delivered).collect::<Vec<_>>(),
+        "every admitted frame delivered, in order"
+    );
 }
