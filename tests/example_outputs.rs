@@ -1,7 +1,7 @@
 //! The examples' outputs, as processes: output paths checked before any work, `--json -`
 //! leaving stdout to the JSON alone, reports written whole, and `compare` failing when a
 //! planner fails. Tiny nets and one frame, so each run takes milliseconds (calibrate, whose
-//! grid has no smaller setting, a few seconds).
+//! grid has no smaller setting, a few seconds; soak, which runs by the clock, two).
 //!
 //! Build the examples first when filtering: `cargo build --release --examples`.
 
@@ -57,6 +57,21 @@ const FAST: &[(&str, &[&str])] = &[
     ),
     ("runtime_demo", &["--tasks", "5", "--elements", "1000"]),
     ("calibrate", &["--cpus", "0", "--reps", "1"]),
+    (
+        "soak",
+        &[
+            "--net",
+            "synth1",
+            "--seconds",
+            "2",
+            "--switch-every",
+            "0.3",
+            "--speeds-every",
+            "0.1",
+            "--interval",
+            "1",
+        ],
+    ),
 ];
 
 fn args<'a>(fast: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {

@@ -186,7 +186,7 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 }
 
 /// A positive finite number.
-fn parse_rate(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
         _ => Err(format!("`{text}`: expected a positive number")),

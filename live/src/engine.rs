@@ -276,6 +276,7 @@ impl<'rt> Engine<'rt> {
     ) -> Result<Report, LiveError> {
         let rt = self.rt;
         let pace = self.pace.map(|fps| Pace { fps });
+        let mut sink = |seq, frame, _latency| sink(seq, frame);
         let mut server = Server::new(
             rt,
             self.model.clone(),

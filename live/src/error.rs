@@ -6,6 +6,7 @@ use taopipe_runtime::{EmulationError, PipelineError, RuntimeError, ScheduleError
 use taopipe_tuner::{ConfigError, SearchError};
 
 use crate::planners::armcoup::SwitchError;
+use crate::soak::SoakError;
 
 /// What went wrong while tuning or serving.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +39,9 @@ pub enum LiveError {
     /// Applying an emulation step failed.
     #[error(transparent)]
     Emulation(#[from] EmulationError),
+    /// A soak that cannot run.
+    #[error(transparent)]
+    Soak(#[from] SoakError),
     /// A frame rate that is not a positive number.
     #[error("frame rate {0}: expected a positive number of frames per second")]
     BadRate(f64),

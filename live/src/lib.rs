@@ -14,7 +14,10 @@
 //!   planners.
 //! - [`planners`]: the seed papers' planners, one module each (Pipe-it, ARM-CO-UP, MOSAIC,
 //!   CoDL).
-//! - [`plot`]: SVG pictures of a run's [`Report`] (over time, and the stage balance).
+//! - [`mod@soak`]: a net streamed for a long time while its pipeline is reconfigured and the
+//!   emulated speeds change; every frame checked once and in order, memory bounded.
+//! - [`plot`]: SVG pictures of a run's [`Report`] (over time, and the stage balance) and of
+//!   a soak.
 //! - [`output`]: output paths checked before a long run, and files written whole
 //!   (temporary file, then rename).
 //!
@@ -37,6 +40,7 @@ pub mod planners;
 pub mod plot;
 pub mod report;
 pub mod serve;
+pub mod soak;
 pub mod stream;
 pub mod tune;
 
@@ -44,5 +48,6 @@ pub use engine::{Engine, Handle};
 pub use error::LiveError;
 pub use measure::{LiveMeasure, LiveMode, speed_key};
 pub use report::Report;
+pub use soak::{SoakOptions, SoakReport, soak};
 pub use stream::{allowed_places, frame_input, frames, layer_parallel, stream, widest_place};
 pub use tune::{MeasureKind, SearchKind, SeedKind, TuneOptions};

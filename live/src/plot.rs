@@ -13,6 +13,9 @@
 //! - [`balance_svg`]: the served pipeline's stage balance (the paper's Fig. 4): each
 //!   stage's ms per frame against the slowest, which bounds the throughput.
 //!
+//! - [`soak_svg`]: a soak's resident memory against its bound, latency per interval and
+//!   throughput, over the run (`plot/soak.rs`).
+//!
 //! Only plotters' SVG backend is used: text is written as `<text>` elements, so no font
 //! library is needed.
 
@@ -27,6 +30,10 @@ use taopipe_tuner::Phase;
 
 use crate::output::{OutputError, write_atomic};
 use crate::report::{FrameRecord, Report, StageReport, What};
+
+mod soak;
+
+pub use soak::soak_svg;
 
 /// Why a picture could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -176,7 +183,19 @@ fn time_chart<'a, 'b>(
     y_max: f64,
     y_desc: &str,
 ) -> Drawn<Chart<'a, 'b>> {
-    let mut chart = panel(area, caption, 0.0..end * 1.01, 0.0..y_max)?;
+    time_chart_over(area, caption, end, 0.0..y_max, y_desc)
+}
+
+/// A chart over time (x: 0..`end` s) whose y axis spans `y`, not from 0: where the
+/// changes are small against the level (resident memory).
+fn time_chart_over<'a, 'b>(
+    area: &'a Area<'b>,
+    caption: String,
+    end: f64,
+    y: std::ops::Range<f64>,
+    y_desc: &str,
+) -> Drawn<Chart<'a, 'b>> {
+    let mut chart = panel(area, caption, 0.0..end * 1.01, y)?;
     chart
         .configure_mesh()
         .x_desc("s since start")

@@ -5,7 +5,8 @@
 //! A `Server` owns the frame source and the sink for one [`Engine::run`](crate::Engine::run).
 //! It runs **segments**: one configuration's pipeline over the frames the segment admits.
 //! A segment ends between two frames — when a trial has enough samples, when the watch
-//! sees a change, when a re-tune is asked for, or when the source ends — and the pipeline
+//! sees a change, when a re-tune is asked for, at a set moment (a soak's switch to its next
+//! configuration, [`mod@crate::soak`]), or when the source ends — and the pipeline
 //! then drains: every admitted frame is delivered, in order, and the next segment takes
 //! the next frame from the same source. Sequence numbers run on across segments, so no
 //! frame is lost, duplicated or reordered by a switch.
@@ -64,6 +65,9 @@ pub(crate) enum Gate {
     Watch(Watch),
     /// Serving, unwatched: until the source ends.
     Serve,
+    /// Serving, unwatched, until this moment: the first frame it would admit at or after
+    /// it is left in the source (a soak's switch to its next configuration).
+    Until(Instant),
 }
 
 /// How a segment ended.
@@ -170,7 +174,7 @@ impl Shared {
                     stop = true;
                 }
             }
-            Gate::Watch(_) | Gate::Serve => {}
+            Gate::Watch(_) | Gate::Serve | Gate::Until(_) => {}
         }
         if stage + 1 == stages
             && !matches!(st.gate, Gate::Trial(..))
@@ -192,12 +196,16 @@ pub(crate) struct Pace {
     pub fps: f64,
 }
 
+/// What a [`Server`] hands each frame to, in order: its sequence number (counting on across
+/// segments), the frame, and its latency from arrival to output when its arrival is known.
+pub(crate) type Sink<'a> = dyn FnMut(u64, Arc<Frame>, Option<Duration>) + 'a;
+
 /// Serves one run's frames (module docs).
 pub(crate) struct Server<'a> {
     rt: &'a Runtime,
     model: Arc<Model>,
     source: &'a mut (dyn Iterator<Item = Frame> + Send),
-    sink: &'a mut dyn FnMut(u64, Arc<Frame>),
+    sink: &'a mut Sink<'a>,
     pace: Option<Pace>,
     retune: Arc<AtomicBool>,
     stop: StopSignal,
@@ -220,7 +228,7 @@ impl<'a> Server<'a> {
         rt: &'a Runtime,
         model: Arc<Model>,
         source: &'a mut (dyn Iterator<Item = Frame> + Send),
-        sink: &'a mut dyn FnMut(u64, Arc<Frame>),
+        sink: &'a mut Sink<'a>,
         pace: Option<Pace>,
         retune: Arc<AtomicBool>,
         stop: StopSignal,
@@ -335,12 +343,13 @@ impl<'a> Server<'a> {
             &mut admit,
             |seq, frame| {
                 let now = Instant::now();
-                if let Some(arrival) = arrivals
+                let took = arrivals
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .pop_front()
-                {
-                    latency.record(now.saturating_duration_since(arrival));
+                    .map(|arrival| now.saturating_duration_since(arrival));
+                if let Some(took) = took {
+                    latency.record(took);
                 }
                 let stage_ms = shared
                     .lock()
@@ -355,7 +364,7 @@ impl<'a> Server<'a> {
                     trial,
                     stage_ms,
                 });
-                sink(*delivered, frame);
+                sink(*delivered, frame, took);
                 *delivered += 1;
                 frames += 1;
             },
@@ -409,6 +418,11 @@ impl Iterator for Admit<'_, '_> {
                     .wait_timeout(st, STOP_POLL)
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
+            }
+            if let Gate::Until(end) = st.gate
+                && Instant::now() >= end
+            {
+                st.done = true;
             }
             if st.done || self.stop.is_stopped() {
                 return None;

@@ -318,7 +318,7 @@ fn with_measure(
     let found = match options.measure {
         MeasureKind::Live => {
             let mut source = frames(model, u64::MAX, options.seed);
-            let mut sink = |_, _| {};
+            let mut sink = |_, _, _| {};
             let mut server = Server::new(
                 rt,
                 model.clone(),

@@ -56,6 +56,23 @@ impl Latencies {
         self.us.saturating_record(d.as_micros().max(1) as u64);
     }
 
+    /// Forgets every sample, keeping the histogram's memory: a long run that reports its
+    /// latency per minute reuses one histogram instead of allocating one a minute.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use taopipe_runtime::Latencies;
+    ///
+    /// let mut l = Latencies::new();
+    /// l.record(Duration::from_millis(5));
+    /// l.reset();
+    /// assert!(l.is_empty());
+    /// assert_eq!(l, Latencies::new());
+    /// ```
+    pub fn reset(&mut self) {
+        self.us.reset();
+    }
+
     /// Samples recorded.
     pub fn len(&self) -> u64 {
         self.us.len()

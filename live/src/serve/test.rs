@@ -32,7 +32,7 @@ fn trial_frames(
 ) -> (u64, Vec<u64>) {
     let mut source = crate::frames(model, u64::MAX, 0);
     let mut seqs = Vec::new();
-    let mut sink = |seq: u64, _: Arc<Frame>| seqs.push(seq);
+    let mut sink = |seq: u64, _: Arc<Frame>, _| seqs.push(seq);
     let mut server = Server::new(
         rt,
         model.clone(),

@@ -111,6 +111,45 @@ pub enum ScheduleError {
 }
 
 impl EmulationSchedule {
+    /// A schedule of `steps` built in code rather than written (a soak's speeds cycling
+    /// every few seconds for half an hour); it prints as the text that parses back to it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use taopipe_runtime::{EmulationSchedule, Step};
+    ///
+    /// let specs = [None, Some("w0=powersave".parse()?)];
+    /// let steps = (0..3u64)
+    ///     .map(|k| Step { at: Duration::from_secs(2 * k), spec: specs[k as usize % 2].clone() })
+    ///     .collect();
+    /// let schedule = EmulationSchedule::from_steps(steps)?;
+    /// assert_eq!(schedule.to_string(), "0s:none,2s:w0=powersave,4s:none");
+    /// assert_eq!(schedule, schedule.to_string().parse()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// No steps ([`ScheduleError::Empty`]), or a step not later than the one before it
+    /// ([`ScheduleError::NotIncreasing`]).
+    pub fn from_steps(steps: Vec<Step>) -> Result<EmulationSchedule, ScheduleError> {
+        if steps.is_empty() {
+            return Err(ScheduleError::Empty);
+        }
+        if let Some(pair) = steps.windows(2).find(|pair| pair[1].at <= pair[0].at) {
+            let time = |step: &Step| step.to_string().split(':').next().unwrap_or("").to_owned();
+            return Err(ScheduleError::NotIncreasing {
+                earlier: time(&pair[0]),
+                later: time(&pair[1]),
+            });
+        }
+        let text = steps
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        Ok(EmulationSchedule { steps, text })
+    }
+
     /// The steps, in time order.
     pub fn steps(&self) -> &[Step] {
         &self.steps

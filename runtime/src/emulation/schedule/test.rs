@@ -298,3 +298,37 @@ fn bad_schedules_quote_long_input_shortened() {
         .expect_err("no worker 7");
     assert!(err.to_string().len() < 300, "{err}");
 }
+
+#[test]
+fn schedules_built_from_steps_parse_back_and_refuse_what_parsing_refuses() {
+    let steps = vec![
+        Step {
+            at: Duration::ZERO,
+            spec: None,
+        },
+        Step {
+            at: Duration::from_millis(1500),
+            spec: spec("table1:2"),
+        },
+        Step {
+            at: Duration::from_secs(3),
+            spec: spec("w0=0.5,w1=powersave"),
+        },
+    ];
+    let built = EmulationSchedule::from_steps(steps.clone()).expect("increasing steps");
+    assert_eq!(built, schedule(&built.to_string()));
+    assert_eq!(built.steps(), steps.as_slice());
+    assert_eq!(
+        EmulationSchedule::from_steps(Vec::new()),
+        Err(ScheduleError::Empty)
+    );
+    let mut late = steps;
+    late[2].at = Duration::from_millis(1500);
+    assert_eq!(
+        EmulationSchedule::from_steps(late),
+        Err(ScheduleError::NotIncreasing {
+            earlier: "1500ms".into(),
+            later: "1500ms".into()
+        })
+    );
+}
