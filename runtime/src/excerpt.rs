@@ -4,10 +4,21 @@
 /// Characters of an input that an error message quotes before it cuts.
 pub(crate) const EXCERPT_CHARS: usize = 40;
 
-/// `text` as an error message quotes it: whole when it has at most [`EXCERPT_CHARS`]
-/// characters, else its first [`EXCERPT_CHARS`] characters, `…` and its length, so the
-/// reader still sees which input it is and that it was cut.
-pub(crate) fn excerpt(text: &str) -> String {
+/// `text` as an error message quotes it: whole when it has at most 40 characters, else
+/// its first 40 characters, `…` and its length, so the reader still sees which input it is
+/// and that it was cut. Public so that the other crates' parsers (mapping strings,
+/// safetensors headers) quote their input the same way.
+///
+/// # Examples
+///
+/// ```
+/// use taopipe_runtime::excerpt;
+///
+/// assert_eq!(excerpt("0-3,x"), "0-3,x");
+/// let long = "7".repeat(1000);
+/// assert_eq!(excerpt(&long), format!("{}… (1000 bytes in all)", "7".repeat(40)));
+/// ```
+pub fn excerpt(text: &str) -> String {
     match text.char_indices().nth(EXCERPT_CHARS) {
         None => text.to_owned(),
         Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),

@@ -60,6 +60,7 @@ pub use crate::emulation::{
     ScheduleError, Step, Target,
 };
 pub use crate::error::RuntimeError;
+pub use crate::excerpt::excerpt;
 pub use crate::graph::{GraphHandle, TaskGraph, TaskId};
 pub use crate::latency::Latencies;
 pub use crate::pipeline::{

@@ -29,6 +29,7 @@ use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
 
+use taopipe_runtime::excerpt;
 use taopipe_tuner::{ConfigError, Configuration};
 
 /// The most devices a mapping string can name (digits `0`–`9`).
@@ -55,7 +56,9 @@ impl Alphabet {
     }
 }
 
-/// Why a mapping string or its use is invalid. Each variant names the offending value.
+/// Why a mapping string or its use is invalid. Each variant names the offending value; the
+/// mapping it quotes is shortened when long ([`excerpt`]), so a megabyte of `--mapping`
+/// does not bury the message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MappingError {
@@ -68,7 +71,7 @@ pub enum MappingError {
          (use `B`/`L`, or digits `0`-`9` for the device index)"
     )]
     BadCharacter {
-        /// The mapping as given.
+        /// The mapping as given (shortened if long).
         mapping: String,
         /// The character.
         character: char,
@@ -81,7 +84,7 @@ pub enum MappingError {
          letters; write the whole mapping in one of them"
     )]
     MixedAlphabet {
-        /// The mapping as given.
+        /// The mapping as given (shortened if long).
         mapping: String,
         /// The first character of the other alphabet.
         character: char,
@@ -91,7 +94,7 @@ pub enum MappingError {
     /// A mapping whose length is not the net's unit count.
     #[error("mapping `{mapping}` has {length} characters, but the net has {units} units")]
     Length {
-        /// The mapping as given.
+        /// The mapping as given (shortened if long).
         mapping: String,
         /// Its length in characters.
         length: usize,
@@ -104,7 +107,7 @@ pub enum MappingError {
          but there are {devices} device(s)"
     )]
     NoSuchDevice {
-        /// The mapping as given.
+        /// The mapping as given (shortened if long).
         mapping: String,
         /// The character.
         character: char,
@@ -219,7 +222,7 @@ impl Mapping {
     pub fn check(&self, units: usize, devices: usize) -> Result<(), MappingError> {
         if self.devices.len() != units {
             return Err(MappingError::Length {
-                mapping: self.to_string(),
+                mapping: excerpt(&self.to_string()),
                 length: self.devices.len(),
                 units,
             });
@@ -231,7 +234,7 @@ impl Mapping {
             .find(|(_, d)| **d >= devices)
         {
             return Err(MappingError::NoSuchDevice {
-                mapping: self.to_string(),
+                mapping: excerpt(&self.to_string()),
                 character: self.alphabet.symbol(device).unwrap_or('?'),
                 position,
                 device,
@@ -328,7 +331,7 @@ impl FromStr for Mapping {
                 '0'..='9' => (Alphabet::Digits, character as usize - '0' as usize),
                 _ => {
                     return Err(MappingError::BadCharacter {
-                        mapping: text.to_string(),
+                        mapping: excerpt(text),
                         character,
                         position,
                     });
@@ -336,7 +339,7 @@ impl FromStr for Mapping {
             };
             if *alphabet.get_or_insert(kind) != kind {
                 return Err(MappingError::MixedAlphabet {
-                    mapping: text.to_string(),
+                    mapping: excerpt(text),
                     character,
                     position,
                 });
@@ -458,6 +461,29 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn long_mappings_are_quoted_shortened() {
+        // Found by fuzzing (fuzz/regressions/armcoup_mapping/): errors echoed the whole
+        // mapping, so a megabyte of `--mapping` made a megabyte of message.
+        let long = "B".repeat(1_000_000);
+        for (text, units) in [
+            (format!("{long}G"), 1_000_001),
+            (format!("{long}1"), 1_000_001),
+            (long.clone(), 3),
+            (format!("{}9", "0".repeat(1_000_000)), 1_000_001),
+            (format!("7489{}", "\u{fffd}".repeat(100)), 104),
+        ] {
+            let e = Mapping::parse(&text, units, 2).expect_err("a bad mapping");
+            let message = e.to_string();
+            assert!(
+                message.len() < 300,
+                "{} bytes: {message:.300}",
+                message.len()
+            );
+            assert!(message.contains("bytes in all"), "{message}");
+        }
     }
 
     #[test]
