@@ -95,7 +95,7 @@ fn a_trial_cut_by_the_stop_is_no_measurement_and_delivers_what_it_admitted() {
     let raiser = stop.clone();
     // The stop is raised on the second frame out, as a signal handler would raise it:
     // the trial (up to 50 samples) cannot have settled by then.
-    let mut sink = |seq: u64, _: Arc<Frame>| {
+    let mut sink = |seq: u64, _: Arc<Frame>, _| {
         seqs.push(seq);
         if seq == 1 {
             raiser.stop();
