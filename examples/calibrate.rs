@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,11 +16,10 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 use taopipe::live::output;
 use taopipe::live::planners::pipeit::{
-    Accuracy, Calibration, CoreType, ErrorStats, Op, Predictor, TimeMatrix, accuracy, describe,
-    plan,
+    AccuracyCell, Calibration, CalibrationReport, CoreType, ErrorStats, NetAccuracy, Predictor,
+    TimeMatrix, accuracy, describe, plan,
 };
 use taopipe::live::planners::pipeit::{CalibrateOptions, calibrate, core_types, measure_units};
 use taopipe::nets::{Model, RandomWeights};
@@ -93,36 +91,16 @@ fn cell(s: &ErrorStats) -> String {
     }
 }
 
-/// Mean and largest |error| of the grid's own samples, per core type and kind (in-sample).
-fn grid_errors(cal: &Calibration, p: &Predictor) -> BTreeMap<(usize, Op), ErrorStats> {
-    let mut errors: BTreeMap<(usize, Op), Vec<f64>> = BTreeMap::new();
-    for s in &cal.samples {
-        if let Ok(pred) = p.layer_ms(&s.desc, s.core_type, s.width) {
-            let e = ((pred - s.ms) / s.ms * 100.0).abs();
-            errors.entry((s.core_type, s.desc.op)).or_default().push(e);
-        }
-    }
-    errors
-        .into_iter()
-        .map(|(k, v)| {
-            let stats = ErrorStats {
-                count: v.len(),
-                mean_abs_pct: v.iter().sum::<f64>() / v.len() as f64,
-                max_abs_pct: v.iter().copied().fold(0.0, f64::max),
-            };
-            (k, stats)
-        })
-        .collect()
-}
-
-fn print_table(
-    title: &str,
-    reports: &[(String, Accuracy)],
-    pick: fn(&taopipe::live::planners::pipeit::AccuracyCell) -> ErrorStats,
-) {
-    let keys: Vec<(usize, usize)> = reports
+fn print_table(title: &str, nets: &[NetAccuracy], pick: fn(&AccuracyCell) -> ErrorStats) {
+    let keys: Vec<(usize, usize)> = nets
         .first()
-        .map(|(_, a)| a.cells.iter().map(|c| (c.core_type, c.width)).collect())
+        .map(|n| {
+            n.accuracy
+                .cells
+                .iter()
+                .map(|c| (c.core_type, c.width))
+                .collect()
+        })
         .unwrap_or_default();
     sayln!("\n{title} (mean/max |error| %):");
     say!("{:<10}", "net");
@@ -131,10 +109,11 @@ fn print_table(
     }
     sayln!();
     let mut sums = vec![(0.0, 0usize); keys.len()];
-    for (net, acc) in reports {
-        say!("{net:<10}");
+    for n in nets {
+        say!("{:<10}", n.net);
         for (i, &(t, w)) in keys.iter().enumerate() {
-            let stats = acc
+            let stats = n
+                .accuracy
                 .cells
                 .iter()
                 .find(|c| (c.core_type, c.width) == (t, w))
@@ -248,19 +227,20 @@ fn main() -> anyhow::Result<()> {
     }
 
     let predictor = Predictor::fit(&cal)?;
-    let fit_errors = grid_errors(&cal, &predictor);
+    let mut report = CalibrationReport::new(&cal, &predictor);
     sayln!("\nfit on the grid itself (in-sample, every width; mean/max |error| %):");
-    for ((t, op), s) in &fit_errors {
-        sayln!(
-            "  T{t} {:<12} {:>3} samples  {}",
-            op.name(),
-            s.count,
-            cell(s)
-        );
+    for f in &report.fit {
+        if let Some(s) = &f.grid_error {
+            sayln!(
+                "  T{} {:<12} {:>3} samples  {}",
+                f.core_type,
+                f.op.name(),
+                s.count,
+                cell(s)
+            );
+        }
     }
 
-    let mut reports: Vec<(String, Accuracy)> = Vec::new();
-    let mut plans = Vec::new();
     if cli.report {
         for name in &cli.nets {
             let spec = zoo_net(name, &[])?;
@@ -279,20 +259,26 @@ fn main() -> anyhow::Result<()> {
                 },
             )?;
             bar.finish_and_clear();
-            let acc = accuracy(&predictor, &units, &measured)?;
+            let accuracy = accuracy(&predictor, &units, &measured)?;
             let matrix = TimeMatrix::predict(&predictor, &units, &shape)?;
-            let p = plan(&matrix, &types)?;
-            plans.push((name.clone(), p));
-            reports.push((name.clone(), acc));
+            report.nets.push(NetAccuracy {
+                net: name.clone(),
+                accuracy,
+                plan: plan(&matrix, &types)?,
+            });
         }
-        print_table("Table III: units holding a convolution", &reports, |c| {
-            c.gemm
+        print_table(
+            "Table III: units holding a convolution",
+            &report.nets,
+            |c| c.gemm,
+        );
+        print_table("all units (pool, fc, ... included)", &report.nets, |c| {
+            c.all
         });
-        print_table("all units (pool, fc, ... included)", &reports, |c| c.all);
         sayln!("\nPipe-it plans from the predictions:");
-        for (name, p) in &plans {
+        for NetAccuracy { net, plan: p, .. } in &report.nets {
             sayln!(
-                "  {name:<9} {} {:?} on {}: predicted {:.1} ms per frame ({:.1} frames/s)",
+                "  {net:<9} {} {:?} on {}: predicted {:.1} ms per frame ({:.1} frames/s)",
                 p.pipeline_string(),
                 p.composition,
                 p.configuration,
@@ -303,29 +289,7 @@ fn main() -> anyhow::Result<()> {
     }
 
     if let Some(json) = &cli.json.target {
-        let fit: Vec<serde_json::Value> = predictor
-            .core_types()
-            .iter()
-            .enumerate()
-            .flat_map(|(t, _)| {
-                let predictor = &predictor;
-                let fit_errors = &fit_errors;
-                Op::FITTED.iter().filter_map(move |&op| {
-                    let m = predictor.model(op, t)?;
-                    Some(json!({
-                        "core_type": t, "op": op, "beta": m.beta, "multi_core": m.multi,
-                        "samples": m.samples, "multi_samples": m.multi_samples,
-                        "grid_error": fit_errors.get(&(t, op)),
-                    }))
-                })
-            })
-            .collect();
-        let nets: Vec<serde_json::Value> = reports
-            .iter()
-            .zip(&plans)
-            .map(|((name, acc), (_, p))| json!({ "net": name, "accuracy": acc, "plan": p }))
-            .collect();
-        json.write(&json!({ "machine": cal.machine, "fit": fit, "nets": nets }))?;
+        json.write(&report)?;
     }
     Ok(())
 }

@@ -43,16 +43,15 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
-use serde_json::json;
 use taopipe::dsl::Seeds;
-use taopipe::live::devices::{Device, devices};
+use taopipe::live::devices::Device;
 use taopipe::live::planners::armcoup::Mapping;
 use taopipe::live::planners::armcoup::{Switch, SwitchStats};
 use taopipe::live::planners::codl::{self, CodlOptions};
 use taopipe::live::planners::mosaic::{Profile, ProfileOptions, profile};
 use taopipe::live::planners::pipeit::{self, Calibration, Predictor, TimeMatrix, describe};
 use taopipe::live::planners::pipeit::{CalibrateOptions, calibrate, core_types};
+use taopipe::live::report::{CompareReport, Latency, MachineReport, PlannerRow, StreamReport};
 use taopipe::nets::{Model, RandomWeights};
 use taopipe::runtime::{Place, Runtime};
 use taopipe::tuner::{Configuration, SearchResult};
@@ -159,57 +158,6 @@ impl Planner {
     }
 }
 
-/// One line of the table (and of the JSON report).
-#[derive(Debug, Serialize)]
-struct Row {
-    planner: &'static str,
-    mode: &'static str,
-    configuration: String,
-    predicted_fps: Option<f64>,
-    measured_fps: Option<f64>,
-    predicted_latency_ms: Option<f64>,
-    /// Median frame latency.
-    measured_latency_ms: Option<f64>,
-    measured_latency_p99_ms: Option<f64>,
-    /// Planning or tuning time, including the profiling or calibration it needed.
-    plan_s: f64,
-    /// Configurations measured while planning.
-    trials: usize,
-    /// Why a planner did not run, or what to know about its row.
-    note: Option<String>,
-    /// Why the planner failed (its error chain); a failed planner fails the run.
-    error: Option<String>,
-}
-
-impl Row {
-    fn skipped(planner: Planner, why: String) -> Row {
-        Row {
-            planner: planner.name(),
-            mode: "-",
-            configuration: "-".into(),
-            predicted_fps: None,
-            measured_fps: None,
-            predicted_latency_ms: None,
-            measured_latency_ms: None,
-            measured_latency_p99_ms: None,
-            plan_s: 0.0,
-            trials: 0,
-            note: Some(why),
-            error: None,
-        }
-    }
-
-    /// The row of a planner that failed: shown in the table, and the run exits non-zero.
-    fn failed(planner: Planner, error: &anyhow::Error) -> Row {
-        Row {
-            mode: "FAILED",
-            note: None,
-            error: Some(format!("{error:#}")),
-            ..Row::skipped(planner, String::new())
-        }
-    }
-}
-
 /// What every planner shares: the runtime, the net, the devices, and the measurements
 /// that more than one planner uses (made once, on first use; their time is charged to
 /// every planner that uses them).
@@ -284,7 +232,7 @@ impl Bench<'_> {
         Ok(self.predictor.as_ref().expect("just set"))
     }
 
-    fn run(&mut self, planner: Planner) -> anyhow::Result<Row> {
+    fn run(&mut self, planner: Planner) -> anyhow::Result<PlannerRow> {
         match planner {
             Planner::LayerParallel => self.layer_parallel(),
             Planner::PipeIt => self.pipe_it(),
@@ -305,7 +253,7 @@ impl Bench<'_> {
         }
     }
 
-    fn layer_parallel(&mut self) -> anyhow::Result<Row> {
+    fn layer_parallel(&mut self) -> anyhow::Result<PlannerRow> {
         self.bar.set_message("layer-parallel");
         let base = baseline(
             self.rt,
@@ -315,20 +263,13 @@ impl Bench<'_> {
             &self.bar,
             &self.interrupt,
         )?;
-        Ok(Row {
-            planner: Planner::LayerParallel.name(),
-            mode: "layer-parallel",
-            configuration: format!("every layer on {}", widest_place(self.rt)),
-            predicted_fps: None,
-            measured_fps: Some(base.throughput_fps),
-            predicted_latency_ms: None,
-            measured_latency_ms: Some(base.latency_ms.p50),
-            measured_latency_p99_ms: Some(base.latency_ms.p99),
-            plan_s: 0.0,
-            trials: 0,
-            note: None,
-            error: None,
-        })
+        Ok(PlannerRow::ran(
+            Planner::LayerParallel.name(),
+            "layer-parallel",
+            format!("every layer on {}", widest_place(self.rt)),
+            base.throughput_fps,
+            base.latency_ms,
+        ))
     }
 
     /// Streams the pipeline of `config` and fills a row's measured columns.
@@ -339,7 +280,7 @@ impl Bench<'_> {
         stage_ms: &[f64],
         plan_s: f64,
         trials: usize,
-    ) -> anyhow::Result<Row> {
+    ) -> anyhow::Result<PlannerRow> {
         self.bar
             .set_message(format!("{}: streaming", planner.name()));
         let stats = stream(
@@ -350,24 +291,19 @@ impl Bench<'_> {
                 .until(frames(&self.model, self.cli.frames, self.cli.seed)),
             |_, _| self.bar.inc(1),
         )?;
-        let slowest = stage_ms.iter().copied().fold(0.0, f64::max);
-        Ok(Row {
-            planner: planner.name(),
-            mode: "pipeline",
-            configuration: config.to_string(),
-            predicted_fps: Some(1e3 / slowest),
-            measured_fps: Some(stats.throughput_fps()),
-            predicted_latency_ms: Some(stage_ms.iter().sum()),
-            measured_latency_ms: Some(stats.latency_ms(0.5)),
-            measured_latency_p99_ms: Some(stats.latency_ms(0.99)),
-            plan_s,
-            trials,
-            note: None,
-            error: None,
-        })
+        let measured = StreamReport::from_pipeline(&stats);
+        Ok(PlannerRow::ran(
+            planner.name(),
+            "pipeline",
+            config.to_string(),
+            measured.throughput_fps,
+            measured.latency_ms,
+        )
+        .predicting_stages(stage_ms)
+        .planned(plan_s, trials))
     }
 
-    fn pipe_it(&mut self) -> anyhow::Result<Row> {
+    fn pipe_it(&mut self) -> anyhow::Result<PlannerRow> {
         let units = describe(self.model.spec());
         let (predictor, fit_s) = self.predictor()?;
         let fit_s = *fit_s;
@@ -410,7 +346,7 @@ impl Bench<'_> {
         &mut self,
         planner: Planner,
         key: Option<(pipeit::SeedKey, f64)>,
-    ) -> anyhow::Result<Row> {
+    ) -> anyhow::Result<PlannerRow> {
         let spec = self.model.spec();
         let seeds = Seeds::from_net(spec, self.max_stages)?;
         let (seeds, extra_s) = match key {
@@ -452,7 +388,7 @@ impl Bench<'_> {
         switch: Switch,
         predicted_ms: f64,
         plan_s: f64,
-    ) -> anyhow::Result<Row> {
+    ) -> anyhow::Result<PlannerRow> {
         self.bar.set_message(format!("{}: running", planner.name()));
         let stats: SwitchStats = switch.run(
             self.rt,
@@ -465,23 +401,19 @@ impl Bench<'_> {
             .iter()
             .map(|r| format!("{}..{}@{}", r.units.start, r.units.end, r.place))
             .collect();
-        Ok(Row {
-            planner: planner.name(),
-            mode: "switch",
-            configuration: runs.join(" "),
-            predicted_fps: Some(1e3 / predicted_ms),
-            measured_fps: Some(stats.throughput_fps()),
-            predicted_latency_ms: Some(predicted_ms),
-            measured_latency_ms: Some(stats.latency_ms(0.5)),
-            measured_latency_p99_ms: Some(stats.latency_ms(0.99)),
-            plan_s,
-            trials: 0,
-            note: None,
-            error: None,
-        })
+        let measured = StreamReport::from_switch(&stats);
+        Ok(PlannerRow::ran(
+            planner.name(),
+            "switch",
+            runs.join(" "),
+            measured.throughput_fps,
+            measured.latency_ms,
+        )
+        .predicting_frame(predicted_ms)
+        .planned(plan_s, 0))
     }
 
-    fn arm_co_up(&mut self) -> anyhow::Result<Row> {
+    fn arm_co_up(&mut self) -> anyhow::Result<PlannerRow> {
         let units = self.model.spec().units().len();
         let devices = self.devices.len();
         let (profiled, profile_s) = self.profile()?;
@@ -512,7 +444,7 @@ impl Bench<'_> {
         Ok(row)
     }
 
-    fn mosaic(&mut self) -> anyhow::Result<Row> {
+    fn mosaic(&mut self) -> anyhow::Result<PlannerRow> {
         let model = self.model.clone();
         let (profiled, profile_s) = self.profile()?;
         let profile_s = *profile_s;
@@ -523,7 +455,7 @@ impl Bench<'_> {
         self.switch_row(Planner::Mosaic, switch, plan.latency_ms, plan_s)
     }
 
-    fn codl(&mut self) -> anyhow::Result<Row> {
+    fn codl(&mut self) -> anyhow::Result<PlannerRow> {
         // one device (all workers alike): CoDL splits between its two halves, where the
         // layout allows them
         let halves = |one: Place| {
@@ -541,7 +473,7 @@ impl Bench<'_> {
                     b,
                     Some(format!("one device: split between its halves {a} and {b}")),
                 ),
-                None => return Ok(Row::skipped(Planner::Codl, e.to_string())),
+                None => return Ok(PlannerRow::skipped(Planner::Codl.name(), e.to_string())),
             },
         };
         self.bar.set_message("codl: profiling and planning");
@@ -554,23 +486,27 @@ impl Bench<'_> {
         self.bar.set_message("codl: running");
         let stats = plan.run(self.rt, &self.model, &input, self.cli.frames as usize)?;
         self.bar.inc(self.cli.frames);
-        Ok(Row {
-            planner: Planner::Codl.name(),
-            mode: "split",
-            configuration: format!(
-                "{a} + {b}, {} chains, {:.0}% on {a}",
-                plan.chains().len(),
-                100.0 * plan.share_a()
-            ),
-            predicted_fps: Some(1e3 / plan.predicted_ms()),
-            measured_fps: Some(stats.throughput_fps()),
-            predicted_latency_ms: Some(plan.predicted_ms()),
-            measured_latency_ms: Some(stats.graph_quantile_ms(0.5)),
-            measured_latency_p99_ms: Some(stats.graph_quantile_ms(0.99)),
-            plan_s,
-            trials: 0,
+        // Graph latencies (buffer allocation left out, as for every other planner).
+        let latency = Latency {
+            p50: stats.graph_quantile_ms(0.5),
+            p99: stats.graph_quantile_ms(0.99),
+        };
+        let configuration = format!(
+            "{a} + {b}, {} chains, {:.0}% on {a}",
+            plan.chains().len(),
+            100.0 * plan.share_a()
+        );
+        Ok(PlannerRow {
             note,
-            error: None,
+            ..PlannerRow::ran(
+                Planner::Codl.name(),
+                "split",
+                configuration,
+                stats.throughput_fps(),
+                latency,
+            )
+            .predicting_frame(plan.predicted_ms())
+            .planned(plan_s, 0)
         })
     }
 }
@@ -579,7 +515,7 @@ fn cell(value: Option<f64>, digits: usize) -> String {
     value.map_or("-".into(), |v| format!("{v:.digits$}"))
 }
 
-fn print_table(rows: &[Row]) {
+fn print_table(rows: &[PlannerRow]) {
     sayln!(
         "{:<20} {:<15} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>6}  configuration",
         "planner",
@@ -630,10 +566,10 @@ fn main() -> anyhow::Result<()> {
     let units = spec.units().len();
     let max_stages = cli.max_stages.unwrap_or(workers).min(workers).min(units);
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
-    let devices = devices(&rt);
+    let machine = MachineReport::of(&rt);
     sayln!("{}", rt.topology());
-    sayln!("speeds: {:?}", rt.speeds());
-    for (i, d) in devices.iter().enumerate() {
+    sayln!("speeds: {:?}", machine.speeds);
+    for (i, d) in machine.devices.iter().enumerate() {
         sayln!("device {i}: {} at speed {}", d.place, d.speed);
     }
     sayln!(
@@ -650,7 +586,7 @@ fn main() -> anyhow::Result<()> {
         cli: &cli,
         rt: &rt,
         model,
-        devices,
+        devices: machine.devices.clone(),
         max_stages,
         bar,
         interrupt: interrupt.clone(),
@@ -666,11 +602,11 @@ fn main() -> anyhow::Result<()> {
         let row = match bench.run(planner) {
             // Cut short by a signal: its numbers (or its error) are not the planner's.
             _ if interrupt.raised() => {
-                rows.push(Row::skipped(planner, "interrupted".into()));
+                rows.push(PlannerRow::skipped(planner.name(), "interrupted".into()));
                 break;
             }
             Ok(row) => row,
-            Err(e) => Row::failed(planner, &e),
+            Err(e) => PlannerRow::failed(planner.name(), format!("{e:#}")),
         };
         if row.measured_fps.is_none() {
             bench.bar.inc(cli.frames);
@@ -681,20 +617,18 @@ fn main() -> anyhow::Result<()> {
     sayln!();
     print_table(&rows);
 
+    let report = CompareReport {
+        net: bench.model.spec().name().to_string(),
+        machine,
+        frames: cli.frames,
+        alpha: cli.tune,
+        rows,
+        partial: interrupt.raised(),
+    };
     if let Some(json) = &cli.json.target {
-        let report = json!({
-            "net": cli.net,
-            "cpus": rt.topology().cpus().iter().map(|c| c.id).collect::<Vec<_>>(),
-            "speeds": rt.speeds(),
-            "devices": bench.devices.iter().map(|d| json!({
-                "leader": d.place.leader(), "width": d.place.width(), "speed": d.speed})).collect::<Vec<_>>(),
-            "frames": cli.frames,
-            "alpha": cli.tune,
-            "rows": rows,
-            "partial": interrupt.raised(),
-        });
         json.write(&report)?;
     }
+    let rows = &report.rows;
     let done = rows
         .iter()
         .filter(|r| r.note.as_deref() != Some("interrupted"))
@@ -703,7 +637,7 @@ fn main() -> anyhow::Result<()> {
     let failed: Vec<&str> = rows
         .iter()
         .filter(|r| r.error.is_some())
-        .map(|r| r.planner)
+        .map(|r| r.planner.as_str())
         .collect();
     if !failed.is_empty() {
         bail!(

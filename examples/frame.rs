@@ -37,6 +37,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use taopipe::live::report::{FrameReport, LayerTimeReport};
 use taopipe::live::{allowed_places, widest_place};
 use taopipe::nets::{BuildOptions, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
@@ -241,7 +242,7 @@ fn main() -> anyhow::Result<()> {
     // Warm-up: page in weights, size scratch.
     let (_, warm_output) = runner.frame()?;
     let (output, timed) = match &interrupt {
-        Some(interrupt) => timed_run(&cli, &runner, warm_output, interrupt)?,
+        Some(interrupt) => timed_run(&cli, &runner, &options, warm_output, interrupt)?,
         None => (serve(&runner, warm_output)?, 0),
     };
     if let Some(path) = &cli.output {
@@ -283,6 +284,8 @@ fn serve(runner: &Runner<'_>, mut output: Vec<f32>) -> anyhow::Result<Vec<f32>> 
             ms.push(t);
             output = out;
         }
+        // The answer of the `--serve` protocol (module docs), not a report: one line that
+        // `bench/peers/peers.py` reads, a literal as its module docs spell it.
         writeln!(stdout, "{}", json!({ "ms": ms }))?;
         stdout.flush()?;
     }
@@ -290,11 +293,13 @@ fn serve(runner: &Runner<'_>, mut output: Vec<f32>) -> anyhow::Result<Vec<f32>> 
 }
 
 /// The default mode: `--frames` frames with a progress bar, then the times and top classes
-/// (and `--json`); returns the last frame's output (`output`, the warm-up frame's, if a
-/// signal came before any) and the frames timed. A signal ends it between frames.
+/// (and `--json`; `options`: what the model was built with); returns the last frame's
+/// output (`output`, the warm-up frame's, if a signal came before any) and the frames
+/// timed. A signal ends it between frames.
 fn timed_run(
     cli: &Cli,
     runner: &Runner<'_>,
+    options: &BuildOptions,
     mut output: Vec<f32>,
     interrupt: &Interrupt,
 ) -> anyhow::Result<(Vec<f32>, usize)> {
@@ -314,17 +319,36 @@ fn timed_run(
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let mut sorted = ms.clone();
-    sorted.sort_by(f64::total_cmp);
+    let timed = ms.len();
+    let mut report = FrameReport::new(
+        model,
+        options,
+        runner.rt.num_workers(),
+        runner.place,
+        ms,
+        &output,
+    );
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    if let Some(weights) = path(&cli.weights) {
+        report.weights = weights;
+    }
+    if let Some(input) = path(&cli.input) {
+        report.input = input;
+    }
+    report.checked_width1 = cli.check;
+    report.partial = interrupt.raised();
     // No median when a signal came before the first timed frame.
-    let median = sorted.get(sorted.len() / 2).copied();
-    let gflops = median.map(|m| model.flops() as f64 / 1e9 / (m / 1e3));
-    if let (Some(median), Some(gflops)) = (median, gflops) {
+    if let (Some(median), Some(gflops)) = (report.median_ms, report.gflops) {
+        let min = report
+            .frame_ms
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
         sayln!(
-            "time per frame: median {median:.1} ms, min {:.1} ms ({} frames: {:?})",
-            sorted[0],
-            ms.len(),
-            ms.iter()
+            "time per frame: median {median:.1} ms, min {min:.1} ms ({timed} frames: {:?})",
+            report
+                .frame_ms
+                .iter()
                 .map(|m| (m * 10.0).round() / 10.0)
                 .collect::<Vec<_>>()
         );
@@ -336,55 +360,26 @@ fn timed_run(
     if let Some(one_worker) = runner.check {
         sayln!("check: every frame bit-identical to one worker ({one_worker})");
     }
-    let times = cli
-        .profile
-        .then(|| model.layer_times(&runner.rt.trace_table(), runner.place));
-    if let (Some(times), Some(median)) = (&times, median) {
-        print_profile(times, median);
+    if cli.profile {
+        let times = model.layer_times(&runner.rt.trace_table(), runner.place);
+        if let Some(median) = report.median_ms {
+            print_profile(&times, median);
+        }
+        report.layer_times = Some(times.iter().map(LayerTimeReport::from).collect());
     }
-    let mut top: Vec<(usize, f32)> = output.iter().copied().enumerate().collect();
-    top.sort_by(|a, b| b.1.total_cmp(&a.1));
-    top.truncate(5);
     sayln!(
         "top classes (index: score): {}",
-        top.iter()
-            .map(|(i, s)| format!("{i}: {s:.4}"))
+        report
+            .top5
+            .iter()
+            .map(|c| format!("{}: {:.4}", c.class, c.score))
             .collect::<Vec<_>>()
             .join(", ")
     );
     if let Some(json) = &cli.json.target {
-        let mut report = json!({
-            "net": cli.net,
-            "layers": model.spec().len(),
-            "units": model.spec().units().len(),
-            "gflop_per_frame": model.flops() as f64 / 1e9,
-            "frame_buffer_mb": model.frame_floats() as f64 * 4e-6,
-            "workers": runner.rt.num_workers(),
-            "width": runner.place.width(),
-            "place": runner.place.to_string(),
-            "weights": cli.weights.as_ref().map_or("random".to_string(), |p| p.display().to_string()),
-            "conv": format!("{:?}", cli.conv).to_lowercase(),
-            "keep_outputs": cli.keep_outputs,
-            "input": cli.input.as_ref().map_or("seeded".to_string(), |p| p.display().to_string()),
-            "frame_ms": ms,
-            "median_ms": median,
-            "gflops": gflops,
-            "checked_width1": cli.check,
-            "top5": top.iter().map(|(i, s)| json!({"class": i, "score": s})).collect::<Vec<_>>(),
-            "partial": interrupt.raised(),
-        });
-        if let Some(times) = &times {
-            report["layer_times"] = times
-                .iter()
-                .map(|t| {
-                    json!({"index": t.index, "name": t.name, "kernel": t.kernel, "flops": t.flops,
-                           "ms": t.seconds * 1e3, "gflops": t.gflops(), "samples": t.samples})
-                })
-                .collect();
-        }
         json.write(&report)?;
     }
-    Ok((output, ms.len()))
+    Ok((output, timed))
 }
 
 /// `--profile`: one line per layer, with its share of the median frame.

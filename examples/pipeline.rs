@@ -34,11 +34,10 @@ use std::ops::Range;
 use anyhow::{Context, bail, ensure};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 use taopipe::dsl::Seeds;
-use taopipe::live::devices::devices;
 use taopipe::live::planners::armcoup::Mapping;
 use taopipe::live::planners::armcoup::{ScaledSpeeds, Switch, SwitchRun};
+use taopipe::live::report::{MachineReport, PlanPart, PlanReport, StreamReport};
 use taopipe::live::{LiveMeasure, allowed_places, widest_place};
 use taopipe::nets::{Model, RandomWeights};
 use taopipe::runtime::{Pipeline, Place};
@@ -119,16 +118,6 @@ fn parse_speeds(text: &str) -> anyhow::Result<Vec<f64>> {
         .collect()
 }
 
-/// What one mode's stream measured, in one shape for the table and the JSON report.
-struct Outcome {
-    fps: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    frames: u64,
-    /// Per stage or run: units, place, speed factor, ms per frame.
-    parts: Vec<(Range<usize>, Place, f64, f64)>,
-}
-
 fn parse_list(text: &str, flag: &str) -> anyhow::Result<Vec<usize>> {
     text.split(',')
         .map(|t| {
@@ -164,7 +153,9 @@ fn main() -> anyhow::Result<()> {
     let rt = cli.runtime.runtime()?;
     let workers = rt.num_workers();
     let units = spec.units().len();
-    let devs = devices(&rt);
+    // The devices (and speeds) the plan is made on, before a run scales any.
+    let machine = MachineReport::of(&rt);
+    let devs = &machine.devices;
     // The plan: each stage's (pipeline) or run's (switch) units and place; a pipeline
     // configuration where pipeline mode can have one.
     let (runs, config, mapping): (Vec<(Range<usize>, Place)>, Option<Configuration>, _) =
@@ -286,7 +277,8 @@ fn main() -> anyhow::Result<()> {
     };
     bar.set_message(label);
     let inputs = interrupt.until(common::frames(&model, cli.frames, cli.seed));
-    let outcome = match cli.mode {
+    // What the stream measured, and each stage's or run's share.
+    let (run, parts): (StreamReport, Vec<PlanPart>) = match cli.mode {
         Mode::Pipeline => {
             let config = config
                 .as_ref()
@@ -303,18 +295,15 @@ fn main() -> anyhow::Result<()> {
             let mut frames = inputs.map(Arc::new);
             let stop = interrupt.stop_signal();
             let stats = pipeline.run(&rt, &mut frames, |_, _| bar.inc(1), &stop)?;
-            Outcome {
-                fps: stats.throughput_fps(),
-                p50_ms: stats.latency_ms(0.5),
-                p99_ms: stats.latency_ms(0.99),
-                frames: stats.delivered,
-                parts: runs
-                    .iter()
-                    .zip(&speeds)
-                    .zip(&stats.stages)
-                    .map(|(((r, p), s), st)| (r.clone(), *p, *s, st.mean_ms()))
-                    .collect(),
-            }
+            let parts = runs
+                .iter()
+                .zip(&speeds)
+                .zip(&stats.stages)
+                .map(|(((r, p), &s), st)| {
+                    PlanPart::new(rt.topology(), r.clone(), *p, s, st.mean_ms())
+                })
+                .collect();
+            (StreamReport::from_pipeline(&stats), parts)
         }
         Mode::Switch => {
             let plan = runs
@@ -327,17 +316,20 @@ fn main() -> anyhow::Result<()> {
                 })
                 .collect();
             let stats = Switch::new(model.clone(), plan)?.run(&rt, inputs, |_, _| bar.inc(1))?;
-            Outcome {
-                fps: stats.throughput_fps(),
-                p50_ms: stats.latency_ms(0.5),
-                p99_ms: stats.latency_ms(0.99),
-                frames: stats.frames,
-                parts: stats
-                    .runs
-                    .iter()
-                    .map(|r| (r.units.clone(), r.place, r.speed, r.mean_ms()))
-                    .collect(),
-            }
+            let parts = stats
+                .runs
+                .iter()
+                .map(|r| {
+                    PlanPart::new(
+                        rt.topology(),
+                        r.units.clone(),
+                        r.place,
+                        r.speed,
+                        r.mean_ms(),
+                    )
+                })
+                .collect();
+            (StreamReport::from_switch(&stats), parts)
         }
     };
     bar.finish_and_clear();
@@ -352,9 +344,9 @@ fn main() -> anyhow::Result<()> {
     sayln!(
         "{:<16} {:>12.2} {:>12.1} {:>12.1}",
         label,
-        outcome.fps,
-        outcome.p50_ms,
-        outcome.p99_ms
+        run.throughput_fps,
+        run.latency_ms.p50,
+        run.latency_ms.p99
     );
     sayln!(
         "{:<16} {:>12.2} {:>12.1} {:>12.1}",
@@ -365,7 +357,7 @@ fn main() -> anyhow::Result<()> {
     );
     sayln!(
         "{label} / layer-parallel throughput: {:.2}",
-        outcome.fps / base.throughput_fps
+        run.throughput_fps / base.throughput_fps
     );
     let part = if cli.mode == Mode::Switch {
         "run"
@@ -380,44 +372,31 @@ fn main() -> anyhow::Result<()> {
         "speed",
         "ms/frame"
     );
-    for (i, (r, p, s, ms)) in outcome.parts.iter().enumerate() {
+    for (i, p) in parts.iter().enumerate() {
         sayln!(
             "{:<8} {:>8} {:>8} {:>8} {:>10.1}",
             format!("{part}{i}"),
-            p.to_string(),
-            format!("{}..{}", r.start, r.end),
-            s,
-            ms
+            format!("{}+{}", p.leader, p.width),
+            format!("{}..{}", p.unit_range[0], p.unit_range[1]),
+            p.speed_factor,
+            p.ms_per_frame
         );
     }
+    let (base_frames, run_frames) = (base.frames, run.frames);
     if let Some(json) = &cli.json.target {
-        let cpu = |w: usize| rt.topology().cpus()[w].id;
-        let report = json!({
-            "net": cli.net,
-            "cpus": (0..workers).map(cpu).collect::<Vec<_>>(),
-            "speeds": rt.speeds(),
-            "devices": devs.iter().map(|d| json!({
-                "leader": d.place.leader(), "width": d.place.width(), "speed": d.speed,
-                "cluster": d.cluster})).collect::<Vec<_>>(),
-            "mode": label,
-            "mapping": mapping.as_ref().map(ToString::to_string),
-            // one entry per pipeline stage (pipeline mode) or run (switch mode)
-            "plan": outcome.parts.iter().map(|(r, p, s, ms)| json!({
-                "unit_range": [r.start, r.end], "units": r.len(),
-                "cpus": p.workers().map(cpu).collect::<Vec<_>>(),
-                "leader": p.leader(), "width": p.width(), "speed_factor": s,
-                "ms_per_frame": ms})).collect::<Vec<_>>(),
-            "run": {"frames": outcome.frames, "throughput_fps": outcome.fps,
-                    "latency_ms": {"p50": outcome.p50_ms, "p99": outcome.p99_ms}},
-            "baseline": base,
-            "partial": interrupt.raised(),
-        });
-        json.write(&report)?;
+        json.write(&PlanReport {
+            net: model.spec().name().to_string(),
+            machine,
+            mode: label.into(),
+            mapping: mapping.as_ref().map(ToString::to_string),
+            plan: parts,
+            run,
+            baseline: base,
+            partial: interrupt.raised(),
+        })?;
     }
     interrupt.exit_if_raised(&format!(
-        "{} baseline and {} {label} frame(s) run{}",
-        base.frames,
-        outcome.frames,
+        "{base_frames} baseline and {run_frames} {label} frame(s) run{}",
         cli.json.written()
     ));
     Ok(())

@@ -20,9 +20,9 @@ use std::time::Instant;
 
 use anyhow::{Context, ensure};
 use clap::Parser;
-use serde_json::json;
+use serde::{Serialize, Serializer};
 use taopipe::runtime::{
-    EmulationSpec, Objective, PlacePolicy, Runtime, Task, TaskGraph, TraceSnapshot,
+    EmulationSpec, Objective, Place, PlacePolicy, Runtime, Task, TaskGraph, TraceSnapshot,
 };
 
 use common::{JsonArg, RuntimeArgs, say, sayln};
@@ -63,12 +63,65 @@ fn mix(i: u64) -> u64 {
     x
 }
 
+/// The demo's `--json` report. It stays in the example: it records this demo's own
+/// workload and phases (hash runs, the `--slow` it applied), and what a library user needs
+/// from it is the runtime's already (`Runtime::trace_table`, `TraceSnapshot::runs_since`).
+/// The runtime crate has no serde dependency; the two `serialize_with` helpers below give
+/// its types the JSON form this report has always had.
+#[derive(Serialize)]
+struct Report {
+    /// The runtime's topology, as it prints it.
+    topology: String,
+    workers: usize,
+    /// Task runs per phase (`--tasks`).
+    tasks_per_phase: u32,
+    /// Buffer elements each run hashes (`--elements`).
+    elements: u64,
+    /// The place policy's exploration probability (`--explore`).
+    explore: f64,
+    phases: Vec<Phase>,
+}
+
+/// One phase of runs at one setting of speeds.
+#[derive(Serialize)]
 struct Phase {
     name: String,
+    /// Each worker's speed factor during the phase (1 = full speed).
     speeds: Vec<f64>,
+    /// Wall time per run, ms.
     mean_ms: f64,
-    picks: BTreeMap<String, u64>,
+    /// Runs per place during the phase, keyed `leader+width`.
+    #[serde(serialize_with = "by_place_name")]
+    picks: BTreeMap<Place, u64>,
+    /// The trace table after the phase: the task's row, one entry per place measured.
+    #[serde(rename = "trace", serialize_with = "first_row")]
     table: TraceSnapshot,
+}
+
+/// `picks` as a JSON object keyed by place (`"0+2"`).
+fn by_place_name<S: Serializer>(picks: &BTreeMap<Place, u64>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(picks.iter().map(|(place, n)| (place.to_string(), n)))
+}
+
+/// The first row of `table` (the demo has one task type) as `[{place, leader, width, ms,
+/// samples}]`, its time in ms; `[]` before any run.
+fn first_row<S: Serializer>(table: &TraceSnapshot, s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Entry {
+        place: String,
+        leader: usize,
+        width: usize,
+        ms: f64,
+        samples: u64,
+    }
+    let entries = table.rows.first().map_or(&[][..], |r| &r.entries);
+    s.collect_seq(entries.iter().map(|e| Entry {
+        place: e.place.to_string(),
+        leader: e.place.leader(),
+        width: e.place.width(),
+        ms: e.seconds * 1e3,
+        samples: e.samples,
+    }))
 }
 
 /// Runs `tasks` runs one after another (so the runtime sees each time undisturbed) and
@@ -115,26 +168,9 @@ fn run_phase(
         name: name.to_string(),
         speeds: rt.speeds(),
         mean_ms,
-        picks: picks_since(&before, &table),
+        picks: table.runs_since(&before),
         table,
     })
-}
-
-/// Runs per place between two snapshots of the table.
-fn picks_since(before: &TraceSnapshot, after: &TraceSnapshot) -> BTreeMap<String, u64> {
-    let mut picks = BTreeMap::new();
-    for row in &after.rows {
-        for e in &row.entries {
-            let old = before
-                .row(row.kind, row.hint)
-                .and_then(|r| r.entry(e.place))
-                .map_or(0, |o| o.samples);
-            if e.samples > old {
-                picks.insert(e.place.to_string(), e.samples - old);
-            }
-        }
-    }
-    picks
 }
 
 /// `powersave` on every worker of the place that ran the most in `phase`.
@@ -144,11 +180,7 @@ fn busiest_place_slowed(phase: &Phase) -> anyhow::Result<EmulationSpec> {
         .iter()
         .max_by_key(|(_, n)| **n)
         .context("no runs in the first phase")?;
-    let (leader, width) = place.split_once('+').context("place notation")?;
-    let (leader, width): (usize, usize) = (leader.parse()?, width.parse()?);
-    let items: Vec<String> = (leader..leader + width)
-        .map(|w| format!("w{w}=powersave"))
-        .collect();
+    let items: Vec<String> = place.workers().map(|w| format!("w{w}=powersave")).collect();
     Ok(items.join(",").parse()?)
 }
 
@@ -176,19 +208,6 @@ fn print_phase(p: &Phase) {
         .collect();
     sayln!("runs per place (leader+width): {}", picks.join(", "));
     say!("{}", p.table);
-}
-
-fn phase_json(p: &Phase) -> serde_json::Value {
-    let row = p.table.rows.first();
-    let trace: Vec<_> = row
-        .map(|r| {
-            r.entries
-                .iter()
-                .map(|e| json!({"place": e.place.to_string(), "leader": e.place.leader(), "width": e.place.width(), "ms": e.seconds * 1e3, "samples": e.samples}))
-                .collect()
-        })
-        .unwrap_or_default();
-    json!({"name": p.name, "speeds": p.speeds, "mean_ms": p.mean_ms, "picks": p.picks, "trace": trace})
 }
 
 fn main() -> anyhow::Result<()> {
@@ -251,15 +270,14 @@ fn main() -> anyhow::Result<()> {
     print_phase(&phases[2]);
 
     if let Some(json) = &cli.json.target {
-        let report = json!({
-            "topology": rt.topology().to_string(),
-            "workers": rt.num_workers(),
-            "tasks_per_phase": cli.tasks,
-            "elements": cli.elements,
-            "explore": cli.explore,
-            "phases": phases.iter().map(phase_json).collect::<Vec<_>>(),
-        });
-        json.write(&report)?;
+        json.write(&Report {
+            topology: rt.topology().to_string(),
+            workers: rt.num_workers(),
+            tasks_per_phase: cli.tasks,
+            elements: cli.elements,
+            explore: cli.explore,
+            phases,
+        })?;
     }
     Ok(())
 }

@@ -203,11 +203,11 @@ pub(crate) enum JsonTarget {
 }
 
 impl JsonTarget {
-    /// Writes `value` as pretty JSON. Every report records the kernels' instruction-set
-    /// path (`isa`), so numbers from two machines or two `TAOPIPE_ISA` settings are never
-    /// compared unknowingly.
-    pub(crate) fn write(&self, value: &serde_json::Value) -> anyhow::Result<()> {
-        let mut value = value.clone();
+    /// Writes `report` (one of the library's report structs) as pretty JSON. Every report
+    /// records the kernels' instruction-set path (`isa`), so numbers from two machines or
+    /// two `TAOPIPE_ISA` settings are never compared unknowingly.
+    pub(crate) fn write(&self, report: &impl serde::Serialize) -> anyhow::Result<()> {
+        let mut value = serde_json::to_value(report)?;
         if let Some(report) = value.as_object_mut() {
             report.insert("isa".into(), Isa::current()?.name().into());
         }

@@ -393,7 +393,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     );
     say!("{report}");
     if let Some(json) = &cli.json.target {
-        json.write(&serde_json::to_value(&report)?)?;
+        json.write(&report)?;
     }
     if let Some(dir) = &cli.plots {
         std::fs::create_dir_all(dir)

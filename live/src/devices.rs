@@ -11,6 +11,7 @@
 //! its first worker (a worker that leads no place fitting the run is in no device): the
 //! planners then use every worker the layout lets them, as they do without a layout.
 
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 use taopipe_runtime::{Place, Runtime};
 use taopipe_tuner::AllowedPlaces;
 
@@ -23,6 +24,19 @@ pub struct Device {
     pub speed: f64,
     /// The topology cluster it belongs to.
     pub cluster: usize,
+}
+
+/// In JSON a device is `{"leader", "width", "speed", "cluster"}`: its place as the two
+/// numbers a script compares (the runtime's `Place` has no JSON form of its own).
+impl Serialize for Device {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Device", 4)?;
+        s.serialize_field("leader", &self.place.leader())?;
+        s.serialize_field("width", &self.place.width())?;
+        s.serialize_field("speed", &self.speed)?;
+        s.serialize_field("cluster", &self.cluster)?;
+        s.end()
+    }
 }
 
 /// The devices of `rt` as it runs now (see the module docs), fastest first.
@@ -109,6 +123,19 @@ mod tests {
         assert_eq!(
             got,
             vec![(2, 2, 1.0), (4, 1, 1.0), (0, 2, 0.5), (5, 1, 0.25)]
+        );
+    }
+
+    #[test]
+    fn a_device_serializes_its_place_as_leader_and_width() {
+        let d = Device {
+            place: Place::new(2, 3),
+            speed: 0.5,
+            cluster: 1,
+        };
+        assert_eq!(
+            serde_json::to_value(d).expect("JSON"),
+            serde_json::json!({"leader": 2, "width": 3, "speed": 0.5, "cluster": 1})
         );
     }
 

@@ -68,7 +68,9 @@ use taopipe_tuner::{
 };
 
 use crate::LiveError;
-use crate::report::{Event, Latency, Report, StageReport, StreamReport, TuningReport, What};
+use crate::report::{
+    Event, Latency, Report, StageReport, StreamReport, TuningReport, What, cpu_ids,
+};
 use crate::serve::{Gate, Pace, ServedMeasure, Server};
 use crate::stream::{allowed_places, layer_parallel};
 use crate::tune::{TuneOptions, tune};
@@ -452,7 +454,6 @@ impl<'rt> Engine<'rt> {
     }
 
     fn report(&self, server: &Server<'_>, events: Vec<Event>) -> Report {
-        let cpus = self.rt.topology().cpus();
         let final_index = server.configurations.iter().position(|c| *c == self.config);
         let last = server.timeline.last().map_or(0.0, |f| f.at_s);
         let frames = server.delivered();
@@ -472,7 +473,7 @@ impl<'rt> Engine<'rt> {
                     units: s.layers,
                     leader: s.leader,
                     width: s.width,
-                    cpus: (s.leader..s.leader + s.width).map(|w| cpus[w].id).collect(),
+                    cpus: cpu_ids(self.rt.topology(), s.leader..s.leader + s.width),
                     ms_per_frame: served.iter().sum::<f64>() / served.len().max(1) as f64,
                 }
             })
@@ -481,7 +482,7 @@ impl<'rt> Engine<'rt> {
             version: env!("CARGO_PKG_VERSION"),
             net: self.model.spec().name().to_string(),
             isa: Isa::current().map_or("unknown", Isa::name).to_string(),
-            cpus: (0..self.rt.num_workers()).map(|w| cpus[w].id).collect(),
+            cpus: cpu_ids(self.rt.topology(), 0..self.rt.num_workers()),
             speeds: self.rt.speeds(),
             emulation: self.emulation.clone(),
             schedule: self.schedule.as_ref().map(ToString::to_string),

@@ -9,7 +9,9 @@
 //!   the places a runtime's layout allows.
 //! - [`mod@serve`]: serving a frame source through configurations that change between
 //!   frames, and trials timed on live frames.
-//! - [`report`]: the run's [`Report`] (`Serialize`: the JSON scripts read).
+//! - [`report`]: the run's [`Report`] (`Serialize`: the JSON scripts read), and the
+//!   reports of the tools beside the engine: frames on one place, a given plan, every
+//!   planner side by side.
 //! - [`devices`]: the runtime's workers grouped into the "devices" of the other papers'
 //!   planners.
 //! - [`planners`]: the seed papers' planners, one module each (Pipe-it, ARM-CO-UP, MOSAIC,

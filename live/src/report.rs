@@ -1,13 +1,77 @@
-//! What a run of the engine reports: one [`Report`] that derives `Serialize`, so the JSON
-//! a script reads is this struct, and a human table ([`fmt::Display`]).
+//! What a run reports, as structs that derive `Serialize`: the JSON a script reads is the
+//! struct, not a map put together by a command-line tool.
+//!
+//! - [`Report`]: a run of the engine (tuning, serving, re-tunes), with a human table
+//!   ([`fmt::Display`]).
+//! - [`FrameReport`]: frames of a net run one at a time on one place, layer by layer.
+//! - [`PlanReport`]: a given plan streamed in pipeline or switch mode, next to the
+//!   layer-parallel baseline.
+//! - [`CompareReport`]: every planner on the same machine state, one [`PlannerRow`] each.
+//!
+//! Pipe-it's calibration report is its own planner's
+//! ([`CalibrationReport`](crate::planners::pipeit::CalibrationReport)).
 
 use std::fmt;
+use std::ops::Range;
 
 use serde::Serialize;
-use taopipe_runtime::PipelineStats;
+use taopipe_runtime::{PipelineStats, Runtime, Topology};
 
+use crate::devices::{Device, devices};
 use crate::planners::armcoup::SwitchStats;
 use crate::tune::TuneOptions;
+
+mod compare;
+mod frame;
+mod plan;
+
+pub use compare::{CompareReport, PlannerRow};
+pub use frame::{FrameReport, LayerTimeReport, TopClass};
+pub use plan::{PlanPart, PlanReport};
+
+/// The OS CPUs of a run of workers, in worker order: what a report records next to each
+/// place or worker, so numbers from two machines are read on their own CPUs.
+pub(crate) fn cpu_ids(topology: &Topology, workers: Range<usize>) -> Vec<usize> {
+    let cpus = topology.cpus();
+    workers.map(|w| cpus[w].id).collect()
+}
+
+/// The machine a planner's run was on, as the planners see it; reports flatten it into
+/// their top level (`"cpus"`, `"speeds"`, `"devices"`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MachineReport {
+    /// The OS CPU of each worker.
+    pub cpus: Vec<usize>,
+    /// Each worker's speed factor (emulation; 1 = full speed).
+    pub speeds: Vec<f64>,
+    /// The runtime's devices, fastest first ([`devices`]): what mapping strings and the
+    /// planners' device indices refer to.
+    pub devices: Vec<Device>,
+}
+
+impl MachineReport {
+    /// `rt` as it runs now: take it before a run changes speeds (a plan's per-stage
+    /// DVFS), so the devices are the ones the plan was made on.
+    ///
+    /// ```
+    /// use taopipe_live::report::MachineReport;
+    /// use taopipe_runtime::{EmulationSpec, Runtime, Topology};
+    ///
+    /// let rt = Runtime::builder().topology(Topology::symmetric(2)?).pin(false).build()?;
+    /// rt.emulate(&"w1=powersave".parse::<EmulationSpec>()?)?;
+    /// let machine = MachineReport::of(&rt);
+    /// assert_eq!(machine.speeds, [1.0, 0.5]);
+    /// assert_eq!(machine.devices.len(), 2); // one speed each
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn of(rt: &Runtime) -> MachineReport {
+        MachineReport {
+            cpus: cpu_ids(rt.topology(), 0..rt.num_workers()),
+            speeds: rt.speeds(),
+            devices: devices(rt),
+        }
+    }
+}
 
 /// Median and tail latency in ms.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -14,7 +14,7 @@
 //! Estimates are exponential moving averages with weight [`EMA_WEIGHT`] on the newest
 //! sample: heavy enough to react within a handful of runs, light enough to ride out noise.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -252,6 +252,27 @@ impl TraceSnapshot {
     /// The row of a task type and hint, if it has run.
     pub fn row(&self, kind: &str, hint: u64) -> Option<&TraceRow> {
         self.rows.iter().find(|r| r.kind == kind && r.hint == hint)
+    }
+
+    /// Runs per place since `before`, an earlier snapshot of the same runtime's table,
+    /// summed over every task type and hint: where the runtime put the tasks it placed in
+    /// between (a place that ran none is left out). Counts come from each entry's
+    /// `samples`, so a table cleared in between (a change of emulation clears it) counts
+    /// only the runs since the clear, and a place whose count did not grow counts none.
+    pub fn runs_since(&self, before: &TraceSnapshot) -> BTreeMap<Place, u64> {
+        let mut runs = BTreeMap::new();
+        for row in &self.rows {
+            let earlier = before.row(row.kind, row.hint);
+            for e in &row.entries {
+                let old = earlier
+                    .and_then(|r| r.entry(e.place))
+                    .map_or(0, |o| o.samples);
+                if e.samples > old {
+                    *runs.entry(e.place).or_insert(0) += e.samples - old;
+                }
+            }
+        }
+        runs
     }
 }
 

@@ -107,3 +107,22 @@ fn exploration_visits_other_places_sometimes() {
         "{others} exploratory picks of 400"
     );
 }
+
+#[test]
+fn runs_since_counts_the_runs_between_two_snapshots_over_every_row() {
+    let t = two_worker_table();
+    let (a, b) = (t.row("a", 0), t.row("b", 7));
+    t.record(&a, Place::new(0, 1), 1.0);
+    t.record(&a, Place::new(1, 1), 1.0);
+    let before = t.snapshot();
+    for _ in 0..3 {
+        t.record(&a, Place::new(0, 1), 1.0);
+    }
+    t.record(&b, Place::new(0, 1), 2.0); // a row that did not exist before
+    t.record(&b, Place::new(0, 2), 2.0);
+    let runs = t.snapshot().runs_since(&before);
+    // 0+1: 3 runs of `a` and 1 of `b`; 1+1 ran nothing new, so it is left out.
+    let expected: Vec<(Place, u64)> = vec![(Place::new(0, 1), 4), (Place::new(0, 2), 1)];
+    assert_eq!(runs.into_iter().collect::<Vec<_>>(), expected);
+    assert!(before.runs_since(&before).is_empty());
+}

@@ -53,11 +53,16 @@ pub struct ErrorStats {
 
 impl ErrorStats {
     fn of<'a>(rows: impl Iterator<Item = &'a AccuracyRow>) -> ErrorStats {
+        ErrorStats::of_errors(rows.map(|r| r.error_pct))
+    }
+
+    /// Of errors in % (their sign ignored).
+    pub(crate) fn of_errors(errors: impl Iterator<Item = f64>) -> ErrorStats {
         let (mut count, mut sum, mut max) = (0usize, 0.0f64, 0.0f64);
-        for r in rows {
+        for e in errors {
             count += 1;
-            sum += r.error_pct.abs();
-            max = max.max(r.error_pct.abs());
+            sum += e.abs();
+            max = max.max(e.abs());
         }
         ErrorStats {
             count,

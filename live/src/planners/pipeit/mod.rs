@@ -122,6 +122,9 @@
 //! test stops one unit early); Alg. 3's `break` ends the growth of one stage, not of the
 //! cluster. [`PredictedMeasure`] gives any tuner predicted stage
 //! times, and [`SeedKey`] ranks Pipe-search's seeds by them. [`pipeline_count`] and [`design_points`] are Eq. 1 and Eq. 2.
+//!
+//! [`CalibrationReport`] puts a fitted predictor, its in-sample error and its accuracy on
+//! real nets into one `Serialize` struct (what `calibrate --json` writes).
 
 mod accuracy;
 mod calibrate;
@@ -130,6 +133,7 @@ mod dse;
 mod lstsq;
 mod measure;
 mod predict;
+mod report;
 mod seed_key;
 
 pub use accuracy::{Accuracy, AccuracyCell, AccuracyRow, ErrorStats, UnitTime, accuracy};
@@ -147,6 +151,7 @@ pub use predict::{
     CALIBRATION_VERSION, Calibration, CoreType, MachineInfo, MultiCore, OpModel, PredictError,
     Predictor, Sample,
 };
+pub use report::{CalibrationReport, FitReport, NetAccuracy};
 pub use seed_key::SeedKey;
 
 #[cfg(test)]

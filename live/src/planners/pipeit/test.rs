@@ -228,3 +228,38 @@ fn eq8_on_chunks_is_fitted_and_predicted() {
     let want = 1.0 + (8.8 / 5.0 + 0.05) + 0.3;
     assert!((p.layer_ms(&d, 0, 9).expect("9 cores") - want).abs() < 1e-9);
 }
+
+#[test]
+fn the_calibration_report_holds_each_fitted_model_with_its_in_sample_error() {
+    use super::predict::{Calibration, CoreType, MachineInfo};
+    // Pooling layers at 1 ms per NKM + 0.5 ms on one core: Pool's terms fit exactly.
+    let mut cal = Calibration::new(MachineInfo {
+        description: String::new(),
+        workers: 1,
+        core_types: vec![CoreType::new(0, 1)],
+    });
+    for (n, k, m) in [(10u64, 1, 1), (20, 2, 1), (7, 1, 3), (30, 2, 2), (5, 3, 1)] {
+        cal.samples.push(super::Sample {
+            name: String::new(),
+            desc: super::LayerDesc::new(Op::Pool, n, k, m, 4),
+            core_type: 0,
+            width: 1,
+            ms: (n * k * m) as f64 + 0.5,
+        });
+    }
+    let p = super::Predictor::fit(&cal).expect("fit");
+    let exact = super::CalibrationReport::new(&cal, &p);
+    // Only Pool has samples, so only Pool has a model.
+    assert_eq!(exact.fit.len(), 1, "{:?}", exact.fit);
+    let pool = &exact.fit[0];
+    assert_eq!((pool.core_type, pool.op, pool.samples), (0, Op::Pool, 5));
+    let e = pool.grid_error.expect("errors");
+    assert!(e.count == 5 && e.max_abs_pct < 1e-6, "{e:?}");
+    // A sample measured at twice the model's time is predicted 50 % low.
+    cal.samples[2].ms *= 2.0;
+    let off = super::CalibrationReport::new(&cal, &p);
+    let e = off.fit[0].grid_error.expect("errors");
+    assert!((e.max_abs_pct - 50.0).abs() < 1e-6, "{e:?}");
+    assert!((e.mean_abs_pct - 10.0).abs() < 1e-6, "{e:?}");
+    assert!(off.nets.is_empty());
+}

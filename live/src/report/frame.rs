@@ -1,0 +1,229 @@
+//! The report of frames run one at a time, every layer on one place (the `frame` tool).
+
+use serde::Serialize;
+use taopipe_nets::{BuildOptions, LayerTime, Model};
+use taopipe_runtime::Place;
+
+/// Frames of one net run one after another on one place, what they took and what the last
+/// one output.
+///
+/// [`FrameReport::new`] fills in what the model and the times say; the caller sets where
+/// the weights and input came from, `checked_width1`, `partial` and `layer_times`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FrameReport {
+    /// The net's name.
+    pub net: String,
+    /// Layers of the net.
+    pub layers: usize,
+    /// Pipeline units of the net (what a pipeline is cut between).
+    pub units: usize,
+    /// Floating-point operations of one frame, in GFLOP (multiply-add = 2).
+    pub gflop_per_frame: f64,
+    /// Activation buffers one frame holds, in MB (10⁶ bytes): the memory plan's, or one
+    /// per layer with `keep_outputs`.
+    pub frame_buffer_mb: f64,
+    /// Workers of the runtime.
+    pub workers: usize,
+    /// Workers of the place every layer ran on.
+    pub width: usize,
+    /// That place, `leader+width`.
+    pub place: String,
+    /// `random` (seeded random weights) or the weights file's path.
+    pub weights: String,
+    /// The convolution algorithms: `auto` (Winograd where it pays off, else direct) or
+    /// `direct` ([`BuildOptions::direct_only`]).
+    pub conv: String,
+    /// Whether every layer kept an output buffer of its own ([`BuildOptions::keep_outputs`]).
+    pub keep_outputs: bool,
+    /// `seeded` (made from the seed) or the input file's path.
+    pub input: String,
+    /// Each timed frame's time, ms, in order (the warm-up frame is not among them).
+    pub frame_ms: Vec<f64>,
+    /// The median of `frame_ms` (the upper one of an even count), ms; `None` without
+    /// timed frames (a stop came first).
+    pub median_ms: Option<f64>,
+    /// Throughput at the median frame time, GFLOP/s.
+    pub gflops: Option<f64>,
+    /// Whether every frame was also run on one worker and found bit-identical.
+    pub checked_width1: bool,
+    /// The last frame's five highest outputs, highest first.
+    pub top5: Vec<TopClass>,
+    /// Whether a stop (an interrupt) ended the frames before all were timed.
+    pub partial: bool,
+    /// Each layer's time at the place, when asked for (`frame --profile`); absent from
+    /// the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer_times: Option<Vec<LayerTimeReport>>,
+}
+
+/// One output of a frame: a class index and its score.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TopClass {
+    /// Index into the net's output (an ImageNet class for the zoo's nets).
+    pub class: usize,
+    /// Its value in the output (a logit: the zoo's nets end without softmax).
+    pub score: f32,
+}
+
+impl TopClass {
+    /// The `k` highest values of `output`, highest first; equal scores keep index order.
+    pub fn top(output: &[f32], k: usize) -> Vec<TopClass> {
+        let mut all: Vec<TopClass> = output
+            .iter()
+            .enumerate()
+            .map(|(class, &score)| TopClass { class, score })
+            .collect();
+        all.sort_by(|a, b| b.score.total_cmp(&a.score));
+        all.truncate(k);
+        all
+    }
+}
+
+/// One layer's time at the place (the trace table's moving average over the frames).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LayerTimeReport {
+    /// Index of the layer in the net.
+    pub index: usize,
+    /// Its name.
+    pub name: String,
+    /// Its kernel, as the nets crate describes it.
+    pub kernel: String,
+    /// Floating-point operations of one run.
+    pub flops: u64,
+    /// Its time, ms.
+    pub ms: f64,
+    /// GFLOP/s at that time.
+    pub gflops: f64,
+    /// Runs the average has seen.
+    pub samples: u64,
+}
+
+impl From<&LayerTime> for LayerTimeReport {
+    fn from(t: &LayerTime) -> LayerTimeReport {
+        LayerTimeReport {
+            index: t.index,
+            name: t.name.clone(),
+            kernel: t.kernel.clone(),
+            flops: t.flops,
+            ms: t.seconds * 1e3,
+            gflops: t.gflops(),
+            samples: t.samples,
+        }
+    }
+}
+
+impl FrameReport {
+    /// The report of `frame_ms` (each timed frame, ms) of `model`, built with `options`,
+    /// every layer on `place` of a runtime of `workers` workers; `output` is the last
+    /// frame's output. Weights `random`, input `seeded`, not checked, not partial, no layer
+    /// times: set those fields where they differ.
+    ///
+    /// ```
+    /// use taopipe_live::report::FrameReport;
+    /// use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
+    /// use taopipe_runtime::Place;
+    ///
+    /// let model = Model::build(zoo::synth1()?, &RandomWeights { seed: 1 })?;
+    /// let options = BuildOptions::default();
+    /// let report = FrameReport::new(&model, &options, 2, Place::new(0, 2), vec![4.0, 2.0, 3.0], &[0.5, 2.0]);
+    /// assert_eq!(report.median_ms, Some(3.0));
+    /// assert_eq!(report.top5[0].class, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(
+        model: &Model,
+        options: &BuildOptions,
+        workers: usize,
+        place: Place,
+        frame_ms: Vec<f64>,
+        output: &[f32],
+    ) -> FrameReport {
+        let mut sorted = frame_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median_ms = sorted.get(sorted.len() / 2).copied();
+        let gflop = model.flops() as f64 / 1e9;
+        FrameReport {
+            net: model.spec().name().to_string(),
+            layers: model.spec().len(),
+            units: model.spec().units().len(),
+            gflop_per_frame: gflop,
+            frame_buffer_mb: model.frame_floats() as f64 * 4e-6,
+            workers,
+            width: place.width(),
+            place: place.to_string(),
+            weights: "random".into(),
+            conv: if options.direct_only {
+                "direct"
+            } else {
+                "auto"
+            }
+            .into(),
+            keep_outputs: options.keep_outputs,
+            input: "seeded".into(),
+            frame_ms,
+            median_ms,
+            gflops: median_ms.map(|m| gflop / (m / 1e3)),
+            checked_width1: false,
+            top5: TopClass::top(output, 5),
+            partial: false,
+            layer_times: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use taopipe_nets::{RandomWeights, zoo};
+
+    use super::*;
+
+    #[test]
+    fn the_median_throughput_and_top_classes_come_from_the_frames() {
+        let model = Model::build(zoo::synth1().expect("synth1"), &RandomWeights { seed: 1 })
+            .expect("model");
+        let options = BuildOptions {
+            direct_only: true,
+            ..BuildOptions::default()
+        };
+        let output = [0.1, 3.0, -1.0, 3.0, 2.0, 0.5, 0.2];
+        let r = FrameReport::new(
+            &model,
+            &options,
+            4,
+            Place::new(1, 2),
+            vec![20.0, 10.0],
+            &output,
+        );
+        // An even count: the upper median.
+        assert_eq!(r.median_ms, Some(20.0));
+        let gflops = r.gflops.expect("a median");
+        assert!((gflops - r.gflop_per_frame / 0.020).abs() < 1e-9, "{r:?}");
+        assert_eq!((r.place.as_str(), r.width, r.workers), ("1+2", 2, 4));
+        assert_eq!(r.conv, "direct");
+        let classes: Vec<usize> = r.top5.iter().map(|c| c.class).collect();
+        assert_eq!(classes, [1, 3, 4, 5, 6], "ties keep index order");
+
+        let none = FrameReport::new(&model, &options, 4, Place::new(0, 1), Vec::new(), &output);
+        assert_eq!((none.median_ms, none.gflops), (None, None));
+        let json = serde_json::to_value(&none).expect("JSON");
+        assert!(json["median_ms"].is_null() && json.get("layer_times").is_none());
+    }
+
+    #[test]
+    fn a_layer_time_is_reported_in_ms_with_its_throughput() {
+        let t = LayerTime {
+            index: 3,
+            name: "conv2".into(),
+            kernel: "direct 3x3".into(),
+            flops: 2_000_000,
+            seconds: 0.001,
+            samples: 7,
+        };
+        let r = LayerTimeReport::from(&t);
+        assert!(
+            (r.ms - 1.0).abs() < 1e-12 && (r.gflops - 2.0).abs() < 1e-9,
+            "{r:?}"
+        );
+        assert_eq!((r.index, r.samples), (3, 7));
+    }
+}
