@@ -73,4 +73,4 @@ pub use crate::ptt::{EMA_WEIGHT, Objective, PlacePolicy, TraceEntry, TraceRow, T
 pub use crate::shared::{ClaimError, ReadGuard, Rect, RectGuard, SharedSlice, WriteGuard};
 pub use crate::stats::{Stats, TaskTypeStats, WorkerStats};
 pub use crate::task::{Placement, Task, TaskCtx, split_range};
-pub use crate::topology::{Cluster, CoreKind, Cpu, Topology, TopologyError};
+pub use crate::topology::{Cluster, CoreKind, Cpu, MAX_LAYOUT_BYTES, Topology, TopologyError};

@@ -84,6 +84,11 @@ const ONLINE: &str = "devices/system/cpu/online";
 /// simulation larger than any real machine is more likely a mistake.
 const MAX_VIRTUAL_WORKERS: usize = 1024;
 
+/// Largest layout file read: a line of CPUs and one line of widths per CPU take well
+/// under a megabyte even for 65 536 CPUs, so a bigger file (or an endless one such as
+/// `/dev/zero`) is refused after at most this many bytes instead of being read whole.
+pub const MAX_LAYOUT_BYTES: u64 = 16 << 20;
+
 /// The kind of a core on an Intel hybrid CPU, from sysfs `devices/cpu_core`
 /// and `devices/cpu_atom`; `Unknown` everywhere else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +189,18 @@ pub enum TopologyError {
         path: String,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// The layout file is larger than [`MAX_LAYOUT_BYTES`] (refused without reading it
+    /// whole).
+    #[error(
+        "layout file {path} is too large: {found}; a layout may have at most {MAX_LAYOUT_BYTES} bytes"
+    )]
+    LayoutTooLarge {
+        /// The file.
+        path: String,
+        /// Its size (`8589934592 bytes`), or `more than that` for a file with no size
+        /// (a device or pipe) that did not end.
+        found: String,
     },
     /// The layout has no CPU line (empty, or only blank and comment lines).
     #[error("{origin}: empty layout, expected a line of CPU ids")]
@@ -396,12 +413,10 @@ impl Topology {
 
     /// Reads a layout file (see [`Topology::from_layout`]), checking its CPUs
     /// against the real `/sys` and this process's affinity mask.
+    /// A file larger than [`MAX_LAYOUT_BYTES`] is refused without being read whole.
     pub fn from_layout_file(path: &Path) -> Result<Topology, TopologyError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::ReadLayout {
-            path: origin.clone(),
-            source,
-        })?;
+        let text = read_layout(path, &origin)?;
         Topology::from_layout(&text, &origin, Path::new(SYSFS_ROOT), &allowed_cpus())
     }
 
@@ -765,6 +780,35 @@ impl Hybrid {
             CoreKind::Unknown
         }
     }
+}
+
+/// The text of the layout file at `path` (`origin` in errors): at most
+/// [`MAX_LAYOUT_BYTES`] are read, so an 8 GiB file or `/dev/zero` is refused at once.
+fn read_layout(path: &Path, origin: &str) -> Result<String, TopologyError> {
+    use std::io::Read;
+    let io = |source| TopologyError::ReadLayout {
+        path: origin.to_owned(),
+        source,
+    };
+    let too_large = |found: String| TopologyError::LayoutTooLarge {
+        path: origin.to_owned(),
+        found,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    // A regular file says its size: refuse a large one without reading a byte of it.
+    let meta = file.metadata().map_err(io)?;
+    if meta.is_file() && meta.len() > MAX_LAYOUT_BYTES {
+        return Err(too_large(format!("{} bytes", meta.len())));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_LAYOUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_LAYOUT_BYTES {
+        return Err(too_large("more than that".to_owned()));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 /// The CPUs of this process (`sched_getaffinity`), or `0..n` when the mask

@@ -470,6 +470,42 @@ fn topology_layout_file_reads_and_reports_path() {
 }
 
 #[test]
+fn topology_layout_file_too_large_is_refused_unread() {
+    let sys = FakeSys::new("layout-large");
+    // A sparse 8 GiB file: refused from its size, without a byte read.
+    let huge = sys.root.join("huge.txt");
+    fs::File::create(&huge)
+        .and_then(|f| f.set_len(8 << 30))
+        .expect("sparse file");
+    let err = Topology::from_layout_file(&huge).expect_err("huge layout");
+    assert!(
+        matches!(err, TopologyError::LayoutTooLarge { .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("huge.txt") && text.contains("8589934592 bytes"),
+        "{text}"
+    );
+    // A device with no size and no end: refused after MAX_LAYOUT_BYTES.
+    #[cfg(unix)]
+    {
+        let err = Topology::from_layout_file(Path::new("/dev/zero")).expect_err("/dev/zero");
+        let text = err.to_string();
+        assert!(
+            text.contains("/dev/zero") && text.contains("more than that"),
+            "{text}"
+        );
+    }
+    // Not UTF-8: an error naming the file.
+    let binary = sys.root.join("binary.txt");
+    fs::write(&binary, [0xff, 0xfe, b'0']).expect("binary file");
+    let err = Topology::from_layout_file(&binary).expect_err("binary layout");
+    assert!(matches!(err, TopologyError::ReadLayout { .. }), "{err:?}");
+    assert!(err.to_string().contains("binary.txt"), "{err}");
+}
+
+#[test]
 fn topology_detect_finds_this_machine() {
     if std::env::var_os(LAYOUT_ENV).is_some() {
         return;
