@@ -75,6 +75,11 @@ use crate::serve::{Gate, Pace, ServedMeasure, Server};
 use crate::stream::{allowed_places, layer_parallel};
 use crate::tune::{TuneOptions, tune};
 
+/// The lowest frame rate [`Engine::set_rate`] paces at: one frame in about 11.6 days.
+/// Frame `n` is due `n / fps` seconds after the start, which must stay a representable
+/// `Duration` and `Instant` (a rate of `1e-300` overflowed them on the second frame).
+pub const MIN_RATE_FPS: f64 = 1e-6;
+
 /// Tunes a net on a runtime and serves frames through the best configuration measured
 /// (module docs).
 #[derive(Debug)]
@@ -188,9 +193,10 @@ impl<'rt> Engine<'rt> {
     /// due time.
     ///
     /// # Errors
-    /// A rate that is not a positive finite number.
+    /// A rate that is not a finite number of at least [`MIN_RATE_FPS`] (one frame in
+    /// about 11.6 days): the due time of a frame at a lower rate may not be representable.
     pub fn set_rate(&mut self, fps: Option<f64>) -> Result<(), LiveError> {
-        if let Some(fps) = fps.filter(|f| !(f.is_finite() && *f > 0.0)) {
+        if let Some(fps) = fps.filter(|f| !(f.is_finite() && *f >= MIN_RATE_FPS)) {
             return Err(LiveError::BadRate(fps));
         }
         self.pace = fps;

@@ -42,8 +42,11 @@ pub enum LiveError {
     /// A soak that cannot run.
     #[error(transparent)]
     Soak(#[from] SoakError),
-    /// A frame rate that is not a positive number.
-    #[error("frame rate {0}: expected a positive number of frames per second")]
+    /// A frame rate that is not a finite number of at least [`crate::MIN_RATE_FPS`].
+    #[error(
+        "frame rate {0:?}: expected a finite number of frames per second of at least {min:e}",
+        min = crate::MIN_RATE_FPS
+    )]
     BadRate(f64),
     /// Stopped ([`Engine::with_stop`](crate::Engine::with_stop)) before a tuning had
     /// measured anything: there is no result to return. A stop after the first trial is

@@ -46,7 +46,7 @@ pub mod soak;
 pub mod stream;
 pub mod tune;
 
-pub use engine::{Engine, Handle};
+pub use engine::{Engine, Handle, MIN_RATE_FPS};
 pub use error::LiveError;
 pub use measure::{LiveMeasure, LiveMode, speed_key};
 pub use report::Report;

@@ -113,6 +113,10 @@ const WAIT_SLICE: Duration = Duration::from_millis(20);
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// Most speed settings one soak's schedule may step through (all of them are built
+/// before the run): a 30-minute soak at the default 3 s takes 600.
+const MAX_SPEED_STEPS: u128 = 1_000_000;
+
 /// What a soak runs and checks (module docs). [`SoakOptions::new`] gives the defaults for
 /// a runtime and a net; change the fields you need.
 #[derive(Debug, Clone)]
@@ -174,9 +178,10 @@ impl SoakOptions {
     ///
     /// # Errors
     /// A configuration that does not fit the net, the workers or the layout's places; a
-    /// zero period; an interval that is not a whole number of samples; a headroom or rate
+    /// speed setting naming a worker or cluster `rt` lacks; a zero period; an interval that is not a whole number of samples; a headroom or rate
     /// that is not a finite number ≥ 0 (rate: > 0); a duration shorter than twice the
-    /// warm-up; no configurations or speed settings.
+    /// warm-up; more than a million speed steps over the duration; no configurations or
+    /// speed settings.
     pub fn validate(&self, rt: &Runtime, model: &Model) -> Result<(), LiveError> {
         if self.configurations.is_empty() {
             return Err(SoakError::Empty("configurations").into());
@@ -189,6 +194,9 @@ impl SoakOptions {
             config.validate(model.spec().units().len(), rt.num_workers())?;
             places.check(config)?;
         }
+        for spec in self.speeds.iter().flatten() {
+            spec.resolve(rt.topology())?;
+        }
         for (what, period) in [
             ("switch_every", self.switch_every),
             ("speeds_every", self.speeds_every),
@@ -198,6 +206,18 @@ impl SoakOptions {
             if period.is_zero() {
                 return Err(SoakError::ZeroPeriod(what).into());
             }
+        }
+        let steps = self
+            .duration
+            .as_nanos()
+            .div_ceil(self.speeds_every.as_nanos());
+        if steps > MAX_SPEED_STEPS {
+            return Err(SoakError::TooManySteps {
+                duration: self.duration,
+                speeds_every: self.speeds_every,
+                steps,
+            }
+            .into());
         }
         if !self
             .interval
@@ -213,7 +233,10 @@ impl SoakOptions {
         if !(self.headroom_mib.is_finite() && self.headroom_mib >= 0.0) {
             return Err(SoakError::Headroom(self.headroom_mib).into());
         }
-        if let Some(fps) = self.rate_fps.filter(|f| !(f.is_finite() && *f > 0.0)) {
+        if let Some(fps) = self
+            .rate_fps
+            .filter(|f| !(f.is_finite() && *f >= crate::MIN_RATE_FPS))
+        {
             return Err(LiveError::BadRate(fps));
         }
         let warmup = self.warmup();
@@ -299,6 +322,20 @@ pub enum SoakError {
         interval: Duration,
         /// The sample period.
         sample_every: Duration,
+    },
+    /// So short a speed period that the schedule over the duration would have more than
+    /// a million steps (each is built before the run).
+    #[error(
+        "soak of {duration:?}: a speed setting every {speeds_every:?} makes {steps} steps, more than the {max} a soak may have",
+        max = MAX_SPEED_STEPS
+    )]
+    TooManySteps {
+        /// The duration asked for.
+        duration: Duration,
+        /// The speed period asked for.
+        speeds_every: Duration,
+        /// The steps they make.
+        steps: u128,
     },
     /// A headroom that is not a finite number ≥ 0.
     #[error("soak: RSS headroom {0} MiB: expected a number ≥ 0")]

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use taopipe_live::report::What;
-use taopipe_live::{Engine, TuneOptions, frame_input};
+use taopipe_live::{Engine, MIN_RATE_FPS, TuneOptions, frame_input};
 use taopipe_nets::{Model, RandomWeights, zoo};
 use taopipe_runtime::{Place, Runtime, Topology};
 use taopipe_tuner::{Configuration, Phase};
@@ -265,6 +265,12 @@ fn paced_frames_arrive_at_the_rate_and_latency_counts_from_arrival() {
     );
     let err = engine.set_rate(Some(f64::NAN)).expect_err("NaN");
     assert!(err.to_string().contains("NaN"), "{err}");
+    // So low that frame 1's due time overflowed a Duration (a panic while serving).
+    let err = engine.set_rate(Some(1e-300)).expect_err("too low");
+    assert!(err.to_string().contains("1e-300"), "{err}");
+    engine
+        .set_rate(Some(MIN_RATE_FPS))
+        .expect("the lowest rate");
     engine.set_rate(Some(100.0)).expect("a rate");
     let started = std::time::Instant::now();
     let mut seqs = Vec::new();

@@ -224,6 +224,20 @@ fn options_that_cannot_soak_fail_before_any_work() {
     refuse(&|o| o.headroom_mib = f64::NAN, "RSS headroom");
     refuse(&|o| o.rate_fps = Some(0.0), "frame rate");
     refuse(
+        &|o| o.speeds = vec![Some("w7=0.5".parse().expect("a spec"))],
+        "worker 7",
+    );
+    // Frame 1's due time overflowed a Duration: a panic in the admitting thread.
+    refuse(&|o| o.rate_fps = Some(1e-300), "1e-300");
+    // A schedule of 10^15 steps aborted on its allocation.
+    refuse(
+        &|o| {
+            o.duration = Duration::from_secs(1_000_000_000);
+            o.speeds_every = Duration::from_micros(1);
+        },
+        "more than the 1000000",
+    );
+    refuse(
         &|o| {
             o.configurations
                 .push(Configuration::contiguous(&[1, 1], 2).expect("config"))
