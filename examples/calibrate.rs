@@ -18,8 +18,8 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use taopipe::live::output;
 use taopipe::live::planners::pipeit::{
-    AccuracyCell, Calibration, CalibrationReport, CoreType, ErrorStats, NetAccuracy, Predictor,
-    TimeMatrix, accuracy, describe, plan,
+    AccuracyCell, CalibrationReport, CoreType, ErrorStats, NetAccuracy, Predictor, TimeMatrix,
+    accuracy, describe, plan,
 };
 use taopipe::live::planners::pipeit::{CalibrateOptions, calibrate, core_types, measure_units};
 use taopipe::nets::{Model, RandomWeights};
@@ -145,6 +145,21 @@ fn print_table(title: &str, nets: &[NetAccuracy], pick: fn(&AccuracyCell) -> Err
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     cli.json.route_text();
+    // The report's nets are known before the grid runs: a typo fails now, not after it.
+    let specs = if cli.report {
+        cli.nets
+            .iter()
+            .map(|name| zoo_net(name, &[]))
+            .collect::<anyhow::Result<Vec<_>>>()
+            .with_context(|| format!("--nets {}", cli.nets.join(",")))?
+    } else {
+        Vec::new()
+    };
+    let saved = cli
+        .calibration
+        .as_deref()
+        .map(common::read_calibration)
+        .transpose()?;
     let rt = cli.runtime.runtime()?;
     let types = core_types(&rt);
     let shape: Vec<usize> = types.iter().map(|c| c.cores).collect();
@@ -165,12 +180,8 @@ fn main() -> anyhow::Result<()> {
     );
     let reps = cli.reps as usize;
 
-    let cal = match &cli.calibration {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("--calibration {}", path.display()))?;
-            let cal = Calibration::from_json(&text)
-                .with_context(|| format!("--calibration {}", path.display()))?;
+    let cal = match saved.zip(cli.calibration.as_ref()) {
+        Some((cal, path)) => {
             let places = |c: &[CoreType]| -> Vec<(usize, usize)> {
                 c.iter().map(|c| (c.leader, c.cores)).collect()
             };
@@ -226,7 +237,10 @@ fn main() -> anyhow::Result<()> {
         sayln!("saved {}", path.display());
     }
 
-    let predictor = Predictor::fit(&cal)?;
+    let predictor = Predictor::fit(&cal).with_context(|| match &cli.calibration {
+        Some(path) => format!("--calibration {}", path.display()),
+        None => "fitting the predictor".to_string(),
+    })?;
     let mut report = CalibrationReport::new(&cal, &predictor);
     sayln!("\nfit on the grid itself (in-sample, every width; mean/max |error| %):");
     for f in &report.fit {
@@ -242,8 +256,7 @@ fn main() -> anyhow::Result<()> {
     }
 
     if cli.report {
-        for name in &cli.nets {
-            let spec = zoo_net(name, &[])?;
+        for (name, spec) in cli.nets.iter().zip(specs) {
             let units = describe(&spec);
             let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
             let places = types.iter().map(|c| c.cores).sum::<usize>();

@@ -36,7 +36,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -67,8 +67,10 @@ use taopipe::live::{
 /// Runs every planner of the five papers on one net under the same conditions (same
 /// runtime, same emulated speeds, same frames) and prints one table to compare them.
 ///
-/// A planner that fails (e.g. on a bad --calibration) shows its error in the table and in
-/// the JSON report (`error`), and the tool exits non-zero once the table is out.
+/// A planner that fails (e.g. on a --calibration taken on other core types) shows its
+/// error in the table and in the JSON report (`error`), and the tool exits non-zero once
+/// the table is out, repeating the errors on stderr. A --calibration file that cannot be
+/// read or parsed, or a --mapping that does not fit, is refused at start.
 #[derive(Debug, Parser)]
 #[command(version, about, long_about)]
 struct Cli {
@@ -85,8 +87,8 @@ struct Cli {
     /// count's exploration after 10 trials without improvement.
     #[arg(long, value_name = "alpha=N", default_value = "alpha=10", value_parser = common::parse_tune)]
     tune: usize,
-    /// Most pipeline stages (C). Default: one per worker.
-    #[arg(long)]
+    /// Most pipeline stages (C), at least 1. Default: one per worker.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     max_stages: Option<usize>,
     /// Measured repetitions per Pipe-search trial (after one warm-up); the median counts.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
@@ -96,11 +98,13 @@ struct Cli {
     frames: u64,
     /// A Pipe-it calibration saved by `cargo run --release --example calibrate -- --out
     /// PATH` on this machine under the same `--emulate`. Without it, the calibration grid
-    /// runs now (and its time counts as Pipe-it's planning time).
+    /// runs now (and its time counts as Pipe-it's planning time). The file is read and
+    /// checked at start, before any work.
     #[arg(long, value_name = "PATH")]
     calibration: Option<PathBuf>,
     /// ARM-CO-UP's mapping string (a device per unit: `B`/`L` or digits into the device
-    /// list). Default: each unit on the device where it was profiled fastest.
+    /// list), checked at start. Default: each unit on the device where it was profiled
+    /// fastest.
     #[arg(long, value_name = "STRING")]
     mapping: Option<String>,
     /// Seed of the random weights and the input frames.
@@ -168,6 +172,10 @@ struct Bench<'a> {
     devices: Vec<Device>,
     /// Most stages for the pipeline planners.
     max_stages: usize,
+    /// `--calibration`, read and checked at start.
+    calibration: Option<Calibration>,
+    /// `--mapping`, checked against the net and the devices at start.
+    mapping: Option<Mapping>,
     bar: ProgressBar,
     interrupt: Interrupt,
     profile: Option<(Profile, f64)>,
@@ -200,13 +208,8 @@ impl Bench<'_> {
     fn predictor(&mut self) -> anyhow::Result<&(Predictor, f64)> {
         if self.predictor.is_none() {
             let t = Instant::now();
-            let cal = match &self.cli.calibration {
-                Some(path) => {
-                    let text = std::fs::read_to_string(path)
-                        .with_context(|| format!("reading the calibration {}", path.display()))?;
-                    Calibration::from_json(&text)
-                        .with_context(|| format!("the calibration {}", path.display()))?
-                }
+            let cal = match &self.calibration {
+                Some(cal) => cal.clone(),
                 None => {
                     self.bar.set_message("calibrating Pipe-it's predictor");
                     calibrate(self.rt, &CalibrateOptions::default(), |_, _, name| {
@@ -220,9 +223,11 @@ impl Bench<'_> {
                 c.iter().map(|c| (c.leader, c.cores)).collect()
             };
             if shape(&now) != shape(then) {
+                let path = self.cli.calibration.as_deref().unwrap_or(Path::new("-"));
                 bail!(
-                    "the calibration was taken on core types {:?} (leader, cores), but this \
+                    "the calibration {} was taken on core types {:?} (leader, cores), but this \
                      runtime has {:?}: calibrate again under the same --cpus/--emulate",
+                    path.display(),
                     shape(then),
                     shape(&now)
                 );
@@ -414,13 +419,11 @@ impl Bench<'_> {
     }
 
     fn arm_co_up(&mut self) -> anyhow::Result<PlannerRow> {
-        let units = self.model.spec().units().len();
-        let devices = self.devices.len();
         let (profiled, profile_s) = self.profile()?;
         let (exec, profile_s) = (profiled.exec_ms(), *profile_s);
         let t = Instant::now();
-        let mapping = match &self.cli.mapping {
-            Some(text) => Mapping::parse(text, units, devices)?,
+        let mapping = match &self.mapping {
+            Some(mapping) => mapping.clone(),
             None => Mapping::from_devices(
                 exec.iter()
                     .map(|row| {
@@ -560,13 +563,26 @@ fn main() -> anyhow::Result<()> {
         .iter()
         .map(|p| Planner::parse(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    // Input files and strings are checked before any work, whichever planners use them.
+    let calibration = cli
+        .calibration
+        .as_deref()
+        .map(common::read_calibration)
+        .transpose()?;
     let spec = zoo_net(&cli.net, &[])?;
     let rt = cli.runtime.runtime()?;
     let workers = rt.num_workers();
     let units = spec.units().len();
     let max_stages = cli.max_stages.unwrap_or(workers).min(workers).min(units);
-    let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
     let machine = MachineReport::of(&rt);
+    let devices = machine.devices.len();
+    let mapping = cli
+        .mapping
+        .as_deref()
+        .map(|text| Mapping::parse(text, units, devices))
+        .transpose()
+        .with_context(|| format!("--mapping for {} on {devices} device(s)", cli.net))?;
+    let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
     sayln!("{}", rt.topology());
     sayln!("speeds: {:?}", machine.speeds);
     for (i, d) in machine.devices.iter().enumerate() {
@@ -588,6 +604,8 @@ fn main() -> anyhow::Result<()> {
         model,
         devices: machine.devices.clone(),
         max_stages,
+        calibration,
+        mapping,
         bar,
         interrupt: interrupt.clone(),
         profile: None,
@@ -640,11 +658,16 @@ fn main() -> anyhow::Result<()> {
         .map(|r| r.planner.as_str())
         .collect();
     if !failed.is_empty() {
+        let errors: Vec<String> = rows
+            .iter()
+            .filter_map(|r| Some(format!("  {}: {}", r.planner, r.error.as_ref()?)))
+            .collect();
         bail!(
-            "{} of {} planner(s) failed: {} (errors in the table)",
+            "{} of {} planner(s) failed: {} (errors in the table)\n{}",
             failed.len(),
             rows.len(),
-            failed.join(", ")
+            failed.join(", "),
+            errors.join("\n")
         );
     }
     Ok(())

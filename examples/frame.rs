@@ -17,10 +17,10 @@
 //!
 //! `--serve` keeps the built model for another program to time (the peer benchmark in
 //! `bench/peers/` drives one per width): after a warm-up frame it prints `ready`, then reads
-//! one command a line from stdin — a frame count `N` runs `N` frames and answers one JSON
-//! line `{"ms":[…]}` with each frame's milliseconds; `quit` or the end of stdin exits (and
-//! writes `--output`); any other line is an error. After `ready`, stdout carries nothing
-//! but those answers.
+//! one command a line from stdin — a frame count `N` (1 to 100 000) runs `N` frames and
+//! answers one JSON line `{"ms":[…]}` with each frame's milliseconds; `quit` or the end of
+//! stdin exits (and writes `--output`); any other line is an error. After `ready`, stdout
+//! carries nothing but those answers.
 //!
 //! SIGINT or SIGTERM during the timed frames (`common::interrupt`) lets the frame in
 //! progress finish, prints and writes what ran (`--json` with `"partial": true`, `--output`
@@ -50,9 +50,9 @@ use common::{JsonArg, RuntimeArgs, frame_input, sayln};
 /// throughput in GFLOP/s and the top classes.
 ///
 /// With --serve it instead waits for commands on stdin (for a benchmark driving it): it
-/// prints `ready` after one warm-up frame, then answers each line `N` (a positive frame
-/// count) with one JSON line `{"ms":[...]}`, the time of each of the N frames in ms; `quit`
-/// or the end of stdin exits, any other line is an error.
+/// prints `ready` after one warm-up frame, then answers each line `N` (a frame count from
+/// 1 to 100000) with one JSON line `{"ms":[...]}`, the time of each of the N frames in ms;
+/// `quit` or the end of stdin exits, any other line is an error.
 #[derive(Debug, Parser)]
 #[command(version, about, long_about)]
 struct Cli {
@@ -258,6 +258,9 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Most frames one `--serve` command may ask for (its answer holds one time per frame).
+const MAX_SERVE_FRAMES: u32 = 100_000;
+
 /// `--serve`: answers frame counts from stdin until `quit` or its end; returns the last
 /// frame's output (`output`, the warm-up frame's, if none ran).
 fn serve(runner: &Runner<'_>, mut output: Vec<f32>) -> anyhow::Result<Vec<f32>> {
@@ -271,9 +274,9 @@ fn serve(runner: &Runner<'_>, mut output: Vec<f32>) -> anyhow::Result<Vec<f32>> 
             break;
         }
         let count = match command.parse::<u32>() {
-            Ok(count) if count > 0 => count,
+            Ok(count) if (1..=MAX_SERVE_FRAMES).contains(&count) => count,
             _ => bail!(
-                "--serve: line {}: `{}` is neither a positive frame count nor `quit`",
+                "--serve: line {}: `{}` is neither a frame count in 1..={MAX_SERVE_FRAMES} nor `quit`",
                 n + 1,
                 line.escape_debug()
             ),

@@ -83,8 +83,10 @@ struct Cli {
     /// Frames to stream (each run, pipeline and baseline).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     frames: u64,
-    /// Frames that may wait between two stages.
-    #[arg(long, default_value_t = 2)]
+    /// Frames that may wait between two stages, 1 to 16 (every frame in flight holds a
+    /// buffer set of its own, reserved before the run).
+    #[arg(long, default_value_t = 2,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=16))]
     queue: usize,
     /// Seed of the random weights and inputs.
     #[arg(long, default_value_t = 1)]
@@ -228,7 +230,8 @@ fn main() -> anyhow::Result<()> {
     };
     if speeds.len() != runs.len() {
         bail!(
-            "--speeds gives {} factor(s), but the plan has {} {}",
+            "--speeds {} gives {} factor(s), but the plan has {} {}",
+            cli.speeds.as_deref().unwrap_or_default(),
             speeds.len(),
             runs.len(),
             if cli.mode == Mode::Switch {

@@ -52,20 +52,20 @@ struct Args {
     /// that --cpus / --layout name [default: every CPU this process may use, pinned].
     #[arg(long, conflicts_with_all = ["cpus", "layout"])]
     workers: Option<usize>,
-    /// Tasks per DAG.
-    #[arg(long, default_value_t = workload::TASKS)]
+    /// Tasks per DAG, 1 to 10 000 000.
+    #[arg(long, default_value_t = workload::TASKS, value_parser = count(1, 10_000_000))]
     tasks: usize,
     /// Hash rounds per DAG task (the size of a small task).
     #[arg(long, default_value_t = workload::WORK_ITERS)]
     work: u32,
-    /// Timed repetitions per measurement (the median is reported).
-    #[arg(long, default_value_t = 9)]
+    /// Timed repetitions per measurement (the median is reported), 1 to 10 000.
+    #[arg(long, default_value_t = 9, value_parser = count(1, 10_000))]
     reps: usize,
-    /// Untimed warm-up repetitions per measurement.
-    #[arg(long, default_value_t = 2)]
+    /// Untimed warm-up repetitions per measurement, 0 to 10 000.
+    #[arg(long, default_value_t = 2, value_parser = count(0, 10_000))]
     warmup: usize,
-    /// Fork-joins per timed repetition.
-    #[arg(long, default_value_t = 2_000)]
+    /// Fork-joins per timed repetition, at least 1.
+    #[arg(long, default_value_t = 2_000, value_parser = count(1, u64::MAX))]
     fj_iters: usize,
     /// Hash rounds each fork-join rank runs (0: an empty body, pure overhead).
     #[arg(long, default_value_t = 0)]
@@ -75,6 +75,12 @@ struct Args {
     seed: u64,
     #[command(flatten)]
     json: JsonArg,
+}
+
+/// The value parser of a count in `min..=max` (out-of-range counts are refused while
+/// parsing, naming the value: a huge --tasks or --reps would fail to allocate).
+fn count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(min..=max)
 }
 
 #[derive(Debug, Serialize)]
@@ -165,15 +171,12 @@ fn time_pair<A, B>(
 fn main() -> Result<()> {
     let args = Args::parse();
     args.json.route_text();
-    ensure!(args.reps > 0, "--reps must be at least 1");
-    ensure!(args.tasks > 0, "--tasks must be at least 1");
-    ensure!(args.fj_iters > 0, "--fj-iters must be at least 1");
     let rt = match args.workers {
         Some(n) => {
             let rt = Runtime::builder()
                 .workers(n)
                 .build()
-                .context("building the taopipe runtime")?;
+                .with_context(|| format!("--workers {n}"))?;
             if let Some(spec) = &args.runtime.emulate {
                 rt.emulate(spec)
                     .with_context(|| format!("--emulate {spec}"))?;

@@ -40,8 +40,8 @@ struct Cli {
     /// phase, at `powersave`, so the reaction is always visible.
     #[arg(long, value_name = "SPEC")]
     slow: Option<EmulationSpec>,
-    /// Task runs per phase.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Task runs per phase, 1 to 1 000 000 (each run keeps a result to check).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     tasks: u32,
     /// Buffer elements each run hashes (its size; split among the ranks).
     #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..))]

@@ -25,7 +25,7 @@ use taopipe::nets::{Model, RandomWeights};
 use taopipe::runtime::EmulationSpec;
 use taopipe::tuner::Configuration;
 
-use common::tune::parse_rate;
+use common::tune::{parse_fps, parse_rate};
 use common::{JsonArg, RuntimeArgs, say, sayln};
 
 /// Streams a net for a long time while its pipeline is reconfigured and the emulated core
@@ -86,7 +86,7 @@ struct Cli {
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_HEADROOM_MIB)]
     headroom: f64,
     /// Offer frames at this many per second instead of as fast as the pipeline takes them.
-    #[arg(long, value_name = "FPS", value_parser = parse_rate)]
+    #[arg(long, value_name = "FPS", value_parser = parse_fps)]
     rate: Option<f64>,
     /// Seed of the random weights and inputs.
     #[arg(long, default_value_t = 1)]
@@ -99,8 +99,16 @@ struct Cli {
     json: JsonArg,
 }
 
-fn seconds(s: f64, flag: &str) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(s).with_context(|| format!("{flag} {s}: not a duration"))
+/// `value` of `flag`, in units of `unit` seconds, as a duration of at least a nanosecond;
+/// errors quote the value as written (`1e300`, not its 301 digits).
+fn seconds(value: f64, unit: f64, flag: &str) -> anyhow::Result<Duration> {
+    let duration = Duration::try_from_secs_f64(value * unit)
+        .with_context(|| format!("{flag} {value:?}: not a duration"))?;
+    ensure!(
+        !duration.is_zero(),
+        "{flag} {value:?}: shorter than a nanosecond"
+    );
+    Ok(duration)
 }
 
 /// `--splits`: `;`-separated compositions, each placed contiguously.
@@ -148,13 +156,13 @@ fn main() -> anyhow::Result<()> {
     let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
     let mut options = SoakOptions::new(&rt, &model)?;
     options.duration = match (cli.minutes, cli.seconds) {
-        (_, Some(s)) => seconds(s, "--seconds")?,
-        (Some(m), None) => seconds(60.0 * m, "--minutes")?,
+        (_, Some(s)) => seconds(s, 1.0, "--seconds")?,
+        (Some(m), None) => seconds(m, 60.0, "--minutes")?,
         (None, None) => options.duration,
     };
-    options.switch_every = seconds(cli.switch_every, "--switch-every")?;
-    options.speeds_every = seconds(cli.speeds_every, "--speeds-every")?;
-    options.interval = seconds(cli.interval, "--interval")?;
+    options.switch_every = seconds(cli.switch_every, 1.0, "--switch-every")?;
+    options.speeds_every = seconds(cli.speeds_every, 1.0, "--speeds-every")?;
+    options.interval = seconds(cli.interval, 1.0, "--interval")?;
     options.headroom_mib = cli.headroom;
     options.rate_fps = cli.rate;
     options.seed = cli.seed;

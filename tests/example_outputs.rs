@@ -229,7 +229,16 @@ fn compare(more: &[&str]) -> std::process::Output {
 fn compare_fails_when_a_planner_fails_and_still_prints_the_table() {
     let dir = scratch("outputs-compare");
     let (bad, report) = (dir.join("bad-calibration.json"), dir.join("compare.json"));
-    std::fs::write(&bad, "not a calibration").expect("bad calibration");
+    // A calibration that parses (a file that does not is refused at start, tests/bad_input.rs)
+    // but was taken on core types no runtime has (the first starts at worker 0): Pipe-it
+    // fails when it plans.
+    std::fs::write(
+        &bad,
+        r#"{"version": 1, "machine": {"description": "elsewhere", "workers": 6,
+            "core_types": [{"leader": 5, "cores": 1, "speed": 1.0, "cluster": 0}]},
+            "samples": []}"#,
+    )
+    .expect("bad calibration");
     let out = compare(&[
         "--planners",
         "layer-parallel,pipe-it",
@@ -241,8 +250,8 @@ fn compare_fails_when_a_planner_fails_and_still_prints_the_table() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(!out.status.success(), "a failed planner exited 0: {stdout}");
     assert!(
-        stderr.contains("1 of 2 planner(s) failed: pipe-it"),
-        "{stderr}"
+        stderr.contains("1 of 2 planner(s) failed: pipe-it") && stderr.contains(utf8(&bad)),
+        "stderr names the failure and its cause: {stderr}"
     );
     let row = |planner: &str| {
         stdout

@@ -30,6 +30,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::ProgressBar;
 use taopipe::dsl::NetSpec;
+use taopipe::live::planners::pipeit::Calibration;
 use taopipe::live::report::StreamReport;
 #[allow(unused_imports)] // not every example uses both
 pub(crate) use taopipe::live::{frame_input, frames};
@@ -66,7 +67,9 @@ impl RuntimeArgs {
                 let cpus = parse_cpu_list(list)
                     .map_err(anyhow::Error::msg)
                     .with_context(|| format!("--cpus {list}"))?;
-                Ok(topology.restrict(&cpus)?)
+                Ok(topology
+                    .restrict(&cpus)
+                    .with_context(|| format!("--cpus {list}"))?)
             }
             None => Ok(topology),
         }
@@ -112,6 +115,50 @@ pub(crate) fn read_f32_file(
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect())
+}
+
+/// Reads a text file of at most `limit` bytes (`flag` names it in errors, with the path): a
+/// larger file, or an endless one like `/dev/zero`, is refused without being read whole.
+pub(crate) fn read_text_file(
+    path: &std::path::Path,
+    limit: u64,
+    flag: &str,
+) -> anyhow::Result<String> {
+    use std::io::Read;
+    let context = || format!("{flag} {}", path.display());
+    let file = std::fs::File::open(path).with_context(context)?;
+    let meta = file.metadata().with_context(context)?;
+    if meta.is_file() && meta.len() > limit {
+        bail!(
+            "{}: the file has {} bytes, more than the {limit} read",
+            context(),
+            meta.len()
+        );
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .with_context(context)?;
+    if bytes.len() as u64 > limit {
+        bail!(
+            "{}: the file has more than the {limit} bytes read",
+            context()
+        );
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("not UTF-8 text: {e}"))
+        .with_context(context)
+}
+
+/// Largest calibration file read (`--calibration`): one of a 16-core machine takes about
+/// a megabyte.
+const MAX_CALIBRATION_BYTES: u64 = 64 << 20;
+
+/// Reads and parses a Pipe-it calibration saved by `calibrate --out` (`--calibration
+/// PATH`); errors name the path.
+pub(crate) fn read_calibration(path: &std::path::Path) -> anyhow::Result<Calibration> {
+    let text = read_text_file(path, MAX_CALIBRATION_BYTES, "--calibration")?;
+    Calibration::from_json(&text).with_context(|| format!("--calibration {}", path.display()))
 }
 
 /// Writes `values` as raw little-endian f32, whole ([`output::write_atomic`]).

@@ -17,8 +17,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
 use taopipe::live::report::PacedRun;
 use taopipe::live::{
-    Engine, Handle, LiveError, MeasureKind, SearchKind, SeedKind, TuneOptions, allowed_places,
-    frames, widest_place,
+    Engine, Handle, LiveError, MIN_RATE_FPS, MeasureKind, SearchKind, SeedKind, TuneOptions,
+    allowed_places, frames, widest_place,
 };
 use taopipe::nets::{Model, RandomWeights, zoo};
 use taopipe::runtime::EmulationSchedule;
@@ -70,9 +70,9 @@ pub(crate) struct TuneCli {
     /// triggers a re-tune.
     #[arg(long, default_value_t = 0.25, value_parser = parse_fraction)]
     retune_threshold: f64,
-    /// α of each re-tune while serving (it starts warm, from seeds ranked for the speeds
-    /// just measured; a first tuning uses --tune's α).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// α of each re-tune while serving, at least 1 (it starts warm, from seeds ranked for
+    /// the speeds just measured; a first tuning uses --tune's α).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = at_least_one())]
     retune_alpha: usize,
     /// Frames in the watch window (a change must last more than half of them).
     #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u64).range(1..))]
@@ -83,17 +83,18 @@ pub(crate) struct TuneCli {
     emulate_schedule: Option<EmulationSchedule>,
     /// A real noisy neighbour during the run: `CPU:START-STOP` runs a busy loop pinned to
     /// OS CPU `CPU` (`taskset -c CPU sh -c 'while :; do :; done'`) from START to STOP
-    /// seconds after serving starts, e.g. `1:20-40`; the report marks both moments.
+    /// seconds after serving starts, e.g. `1:20-40`; the report marks both moments. A CPU
+    /// that `taskset` cannot pin to is refused at start.
     #[arg(long, value_name = "CPU:START-STOP", value_parser = parse_hog)]
     hog: Option<Hog>,
     /// Offer frames at this many per second, as a camera does, and measure latency from
     /// each frame's due time. Without it the run saturates the pipeline (its throughput
     /// counts) and a second, short run at 80% of that throughput measures latency.
-    #[arg(long, value_name = "FPS", value_parser = parse_rate)]
+    #[arg(long, value_name = "FPS", value_parser = parse_fps)]
     rate: Option<f64>,
     /// Serve for this many seconds instead of --frames frames (the baseline still runs
     /// --frames frames).
-    #[arg(long, value_name = "S", value_parser = parse_rate)]
+    #[arg(long, value_name = "S", value_parser = parse_seconds)]
     seconds: Option<f64>,
     /// Write SVG pictures of the run into this folder: run.svg (throughput and stage times
     /// over time, changes and re-tunes marked, the search trajectory) and balance.svg (the
@@ -101,8 +102,8 @@ pub(crate) struct TuneCli {
     /// must be a folder, or its nearest existing ancestor one that takes a new file.
     #[arg(long, value_name = "DIR", value_parser = super::output_folder)]
     plots: Option<PathBuf>,
-    /// Most stages to consider (C). Default: one per worker.
-    #[arg(long)]
+    /// Most stages to consider (C), at least 1. Default: one per worker.
+    #[arg(long, value_parser = at_least_one())]
     max_stages: Option<usize>,
     /// Frames to stream through the chosen pipeline, and through the baseline.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
@@ -142,6 +143,23 @@ fn parse_hog(text: &str) -> Result<Hog, String> {
         return Err(format!("`{text}`: START must be ≥ 0 and before STOP"));
     }
     Ok(hog)
+}
+
+/// Checks that `taskset` can pin to the hog's CPU, so that a CPU this process may not use
+/// (or a missing `taskset`) fails before any work, not silently in the middle of the run.
+fn check_hog(hog: Hog) -> anyhow::Result<()> {
+    let cpu = hog.cpu.to_string();
+    let out = std::process::Command::new("taskset")
+        .args(["-c", &cpu, "true"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .with_context(|| format!("--hog: CPU {cpu}: running `taskset` (util-linux)"))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "--hog: CPU {cpu} cannot be used: `taskset -c {cpu}` says: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(())
 }
 
 /// Runs `hog` beside the run that starts now, marking its start and stop on `handle`;
@@ -193,10 +211,34 @@ pub(crate) fn parse_rate(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A frame rate the engine paces at: at least [`MIN_RATE_FPS`].
+pub(crate) fn parse_fps(text: &str) -> Result<f64, String> {
+    match parse_rate(text)? {
+        fps if fps >= MIN_RATE_FPS => Ok(fps),
+        _ => Err(format!(
+            "`{text}`: the lowest rate paced is {MIN_RATE_FPS:e} frames/s"
+        )),
+    }
+}
+
+/// A positive number of seconds that a `Duration` holds.
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    let seconds = parse_rate(text)?;
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("`{text}`: too many seconds for a duration"))?;
+    Ok(seconds)
+}
+
+/// The value parser of a count that must be at least 1.
+fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..)
+}
+
 fn load_net(name: &str, cli: &TuneCli) -> anyhow::Result<NetSpec> {
     if name == "random" {
         let dist = WeightDistribution::LogUniform { min: 1, max: 64 };
-        return Ok(zoo::random_net(cli.seed, cli.depth, dist)?);
+        return zoo::random_net(cli.seed, cli.depth, dist)
+            .with_context(|| format!("--net random --depth {}", cli.depth));
     }
     zoo_net(name, &["random"])
 }
@@ -240,6 +282,9 @@ pub(crate) fn trial_printer(
 pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     let cli = TuneCli::parse();
     cli.json.route_text();
+    if let Some(hog) = cli.hog {
+        check_hog(hog)?;
+    }
     let interrupt = Interrupt::install()?;
     let name = cli.net.clone().unwrap_or_else(|| default_net.to_string());
     let spec = load_net(&name, &cli)?;
