@@ -127,10 +127,14 @@ fn a_run_speed_factor_slows_that_run_and_only_while_it_runs() {
         .expect("plan")
     };
     let frames = || (0..3).map(|i| model.frame(input(model.input_len(), i)).expect("frame"));
-    let fast = plan(1.0).run(&rt, frames(), |_, _| {}).expect("fast");
+    // Noise from other processes only adds time, so the fastest of five full-speed runs is
+    // the reference (one noisy run made a loaded CI machine's mean 5× the quiet one).
+    let f = (0..5)
+        .map(|_| plan(1.0).run(&rt, frames(), |_, _| {}).expect("fast").runs[1].mean_ms())
+        .fold(f64::INFINITY, f64::min);
     let slow = plan(0.1).run(&rt, frames(), |_, _| {}).expect("slow");
     // emulation keeps a worker busy d·(1/s − 1) after d of work: ~10× at s = 0.1
-    let (f, s) = (fast.runs[1].mean_ms(), slow.runs[1].mean_ms());
+    let s = slow.runs[1].mean_ms();
     assert!(s > 3.0 * f, "run 1 at 0.1: {s} ms, at 1.0: {f} ms");
     assert_eq!(rt.speeds(), vec![1.0, 1.0]);
 }
