@@ -114,18 +114,22 @@ impl RuntimeBuilder {
             let cpu = registry.topology.cpus()[index].id;
             let worker = WorkerThread::new(index, local, registry.clone(), parker);
             let registry = registry.clone();
-            let handle = std::thread::Builder::new()
+            registry.worker_starting();
+            let spawned = std::thread::Builder::new()
                 .name(format!("taopipe-w{index}"))
                 .spawn(move || {
                     if pin {
                         registry.stats.set_pinned(index, pin_to(cpu, index));
                     }
                     worker.main_loop();
-                })
-                .map_err(|e| RuntimeError::Spawn {
+                });
+            let handle = spawned.map_err(|e| {
+                runtime.registry.worker_exited();
+                RuntimeError::Spawn {
                     worker: index,
                     message: e.to_string(),
-                })?;
+                }
+            })?;
             runtime.threads.push(handle);
         }
         Ok(runtime)
@@ -146,7 +150,8 @@ fn pin_to(cpu: usize, worker: usize) -> bool {
 
 /// A pool of workers that runs graphs of moldable tasks. Dropping it finishes the gangs
 /// already started, cancels the rest (their [`GraphHandle::wait`] returns
-/// [`RuntimeError::ShutDown`]) and joins the workers.
+/// [`RuntimeError::ShutDown`]) and joins the workers, unless it is dropped on one of them
+/// (a task held the last reference): then they wind down on their own.
 ///
 /// # Examples
 /// ```
@@ -338,14 +343,26 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Drop for Runtime {
+    /// Stops the workers and joins them; the last to exit tells the unfinished graphs.
+    ///
+    /// A task may hold the last reference (a closure that keeps an `Arc<Runtime>` to
+    /// submit more work), and then the runtime is dropped on one of its own workers. That
+    /// thread cannot join itself, nor wait for workers whose queued gangs need its rank: it
+    /// leaves them to wind down on their own and goes back to its main loop, which drains
+    /// its queue and exits. (Joining anyway panicked on the self-join, killed the worker
+    /// and left every graph in flight waiting forever: `tests/failure.rs`.)
     fn drop(&mut self) {
         self.registry.terminate();
+        let me = std::thread::current().id();
+        if self.threads.iter().any(|t| t.thread().id() == me) {
+            self.threads.clear(); // detached: they exit once their queues are empty
+            return;
+        }
         for t in self.threads.drain(..) {
             // A worker's panics, in task bodies and in the runtime's steps around them,
             // are caught and fail their graph (`Registry::guarded`).
             let _ = t.join();
         }
-        self.registry.abandon_live_graphs();
     }
 }
 

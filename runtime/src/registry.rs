@@ -95,6 +95,10 @@ pub(crate) struct Registry {
     pub(crate) policy: Mutex<PlacePolicy>,
     idle_spin: Duration,
     terminate: AtomicBool,
+    /// Worker threads started and not yet exited: the last one to exit tells the graphs
+    /// left unfinished ([`Registry::abandon_live_graphs`]), so that happens also when no
+    /// thread joins the workers (a runtime dropped on one of its own workers).
+    running: AtomicUsize,
     live: Mutex<Vec<Weak<GraphState>>>,
     /// Finished graphs that idle workers free (see [`GraphHandle::wait`](crate::GraphHandle::wait)).
     retired: Retired,
@@ -135,6 +139,7 @@ impl Registry {
             policy: Mutex::new(policy),
             idle_spin,
             terminate: AtomicBool::new(false),
+            running: AtomicUsize::new(0),
             live: Mutex::new(Vec::new()),
             retired: Retired::default(),
             everyone: (0..n).collect(),
@@ -326,8 +331,21 @@ impl Registry {
         self.sleep.wake_all();
     }
 
+    /// Counts a worker thread about to start; [`Registry::worker_exited`] (or a failed
+    /// spawn) takes it back.
+    pub(crate) fn worker_starting(&self) {
+        self.running.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A worker thread is done (or never started): the last one abandons what is left.
+    pub(crate) fn worker_exited(&self) {
+        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 && self.terminating() {
+            self.abandon_live_graphs();
+        }
+    }
+
     /// After the workers exited: every graph still unfinished is told the runtime is gone.
-    pub(crate) fn abandon_live_graphs(&self) {
+    fn abandon_live_graphs(&self) {
         while self.injector.steal().is_success() {}
         for graph in self.live.lock().drain(..).filter_map(|g| g.upgrade()) {
             graph.abandon();
@@ -340,6 +358,16 @@ impl Registry {
             || self.assembly_len[worker].load(Ordering::Acquire) > 0
             || !self.injector.is_empty()
             || self.stealers.iter().any(|s| !s.is_empty())
+    }
+}
+
+/// Counts a worker's exit when its main loop ends, also by unwinding (which only a bug in
+/// the runtime's own bookkeeping could cause: task panics are caught).
+struct Exit(Arc<Registry>);
+
+impl Drop for Exit {
+    fn drop(&mut self) {
+        self.0.worker_exited();
     }
 }
 
@@ -406,6 +434,7 @@ impl WorkerThread {
 
     /// Runs until the runtime terminates and this worker's assembly queue is empty.
     pub(crate) fn main_loop(mut self) {
+        let _exit = Exit(self.registry.clone());
         loop {
             if let Some(gang) = self.registry.pop_assembly(self.index) {
                 self.left = None;
@@ -495,6 +524,11 @@ impl WorkerThread {
                 backoff.snooze();
             }
         }
+        // Never park holding a graph: a task's closure may hold the last reference to the
+        // runtime, and a parked worker that kept it would keep the pool alive, parked, for
+        // good (a leak found by `tests/stress_shutdown.rs`). Dropping it here may drop the
+        // runtime, on this worker: then `has_work` below sees the shutdown.
+        drop(left);
         if registry
             .sleep
             .sleep(self.index, &self.parker, || registry.has_work(self.index))
@@ -546,7 +580,13 @@ impl WorkerThread {
     fn run_part(&self, graph: &GraphState, node: usize, place: Place) -> Duration {
         let (registry, worker) = (&*self.registry, self.index);
         let start = quanta::Instant::now();
-        if !graph.has_failed() {
+        if graph.has_failed() {
+            // Ranks of this gang that started before the failure would wait for this one
+            // at a barrier forever: release them (they give up as after a rank's panic).
+            // A width-1 task run at once has no other rank; its slot is re-armed before
+            // any later gang uses it.
+            graph.gang(node).sync.abandon();
+        } else {
             let ctx = TaskCtx {
                 rank: worker - place.leader(),
                 place,
