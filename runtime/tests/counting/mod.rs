@@ -1,5 +1,5 @@
 //! A global allocator that counts allocations on every thread, for tests that show a path
-//! allocates nothing.
+//! allocates nothing, and the bytes live, for tests that show nothing leaks.
 //!
 //! `#[global_allocator]` is per binary, so a test file that wants it says `mod counting;`
 //! and holds exactly one test: the harness then runs nothing else in that process while
@@ -10,9 +10,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static FREES: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated and not yet freed (wrapping: a free may be counted before the matching
+/// allocation's add is seen, but the sum is exact once both happened).
+static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// The system allocator, counting allocations and reallocations (which may move) and
-/// frees.
+/// The system allocator, counting allocations and reallocations (which may move), frees,
+/// and the bytes they leave live.
 struct Counting;
 
 // SAFETY: every method forwards its arguments unchanged to `System`, so `System`'s
@@ -21,23 +24,38 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which is `System`'s.
-        unsafe { System.alloc(layout) }
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            LIVE_BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        }
+        ptr
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: as in `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            LIVE_BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        }
+        ptr
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: `ptr` came from this allocator, hence from `System`, with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        let moved = unsafe { System.realloc(ptr, layout, new_size) };
+        if !moved.is_null() {
+            // On failure the old block stays live, unchanged.
+            LIVE_BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+            LIVE_BYTES.fetch_sub(layout.size() as u64, Ordering::Relaxed);
+        }
+        moved
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         FREES.fetch_add(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_sub(layout.size() as u64, Ordering::Relaxed);
         // SAFETY: `ptr` came from this allocator, hence from `System`, with `layout`.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -45,6 +63,12 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
+
+/// Bytes allocated and not freed yet, on all threads.
+#[allow(dead_code)] // only the leak test reads it
+pub(crate) fn live_bytes() -> u64 {
+    LIVE_BYTES.load(Ordering::SeqCst)
+}
 
 /// Allocations and frees so far, on all threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
