@@ -30,6 +30,7 @@ fn taopipe_layout_overrides_detection_and_reports_bad_lines() {
     );
     drop(rt);
 
+    // SAFETY: as above, the only test in this binary.
     unsafe { std::env::set_var("TAOPIPE_LAYOUT", &bad_width) };
     let err = Runtime::new()
         .expect_err("width 2 on one worker")
@@ -39,6 +40,7 @@ fn taopipe_layout_overrides_detection_and_reports_bad_lines() {
         "names line 3 and the width: {err}"
     );
 
+    // SAFETY: as above, the only test in this binary.
     unsafe { std::env::set_var("TAOPIPE_LAYOUT", &garbage) };
     let err = Runtime::new().expect_err("garbage").to_string();
     assert!(
@@ -46,9 +48,11 @@ fn taopipe_layout_overrides_detection_and_reports_bad_lines() {
         "names line 1 and the token: {err}"
     );
 
+    // SAFETY: as above, the only test in this binary.
     unsafe { std::env::set_var("TAOPIPE_LAYOUT", "/nonexistent/taopipe.layout") };
     let err = Runtime::new().expect_err("missing file").to_string();
     assert!(err.contains("/nonexistent/taopipe.layout"), "{err}");
+    // SAFETY: as above, the only test in this binary.
     unsafe { std::env::remove_var("TAOPIPE_LAYOUT") };
 }
 

@@ -218,7 +218,8 @@ impl FromStr for Isa {
 ///
 /// # Safety
 /// The CPU runs the kernel's ISA; panel `p < ceil(rows / MR)` of `a` holds `kc·MR` floats
-/// at `p·a_step`; `b` holds `kc·NR`; `c` addresses `rows` rows of `NR` floats at stride
+/// at `p·a_step`, except a lone panel (`rows < MR`), whose last `k` step may end after its
+/// `rows` rows (`(kc − 1)·MR + rows` floats); `b` holds `kc·NR`; `c` addresses `rows` rows of `NR` floats at stride
 /// `ldc`, writable and aliasing nothing else; `bias` is null or holds `rows` floats;
 /// `residual` is null or addresses `rows × NR` at `ldr`. A narrow kernel
 /// ([`Kernels::gemm_narrow`]) reads and writes only the first `lanes` columns of `c` and of

@@ -71,10 +71,15 @@ unsafe fn gemm(t: &RawTile) {
 /// # Safety
 /// As [`gemm`], for rows `r0..r0 + rows`.
 unsafe fn tile(t: &RawTile, r0: usize, rows: usize, a: *const f32) {
-    // SAFETY: the panel holds `kc·MR` floats and `b` `kc·NR` (the contract).
+    // Only the panel's first `rows` rows are read: a lone panel entered mid-way may end
+    // right after them in its last `k` step (Miri caught the whole-`MR` slice reading past
+    // such an A: `simd::test::a_lone_short_panel_is_read_no_further_than_its_rows`).
+    let a_len = t.kc.checked_sub(1).map_or(0, |k| k * MR + rows);
+    // SAFETY: the panel holds `a_len` floats (`kc·MR` but for a lone panel's last step)
+    // and `b` `kc·NR` (the contract).
     let (a, b) = unsafe {
         (
-            std::slice::from_raw_parts(a, t.kc * MR),
+            std::slice::from_raw_parts(a, a_len),
             std::slice::from_raw_parts(t.b, t.kc * NR),
         )
     };
@@ -87,8 +92,8 @@ unsafe fn tile(t: &RawTile, r0: usize, rows: usize, a: *const f32) {
             r.copy_from_slice(unsafe { std::slice::from_raw_parts(row(i), NR) });
         }
     }
-    for (ak, bk) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
-        for (r, &av) in acc.iter_mut().zip(ak) {
+    for (k, bk) in b.chunks_exact(NR).enumerate() {
+        for (r, &av) in acc.iter_mut().zip(&a[k * MR..k * MR + rows]) {
             for (v, &bv) in r.iter_mut().zip(bk) {
                 *v += av * bv;
             }

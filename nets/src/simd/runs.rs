@@ -68,7 +68,7 @@ pub(super) unsafe fn raw_runs(
     len: usize,
     sx: usize,
 ) {
-    // SAFETY (every arm): the caller's contract.
+    // SAFETY: every arm reads and writes the runs the caller's contract allows.
     unsafe {
         match (len, sx) {
             (8, 1) => fixed::<8>(d, dst_step, s, src_step, runs),

@@ -88,7 +88,7 @@ macro_rules! isa_kernels {
                 a: *const f32,
             ) {
                 let mut acc = [[$zero(); NV]; R];
-                // SAFETY (whole body): the panel at `a` holds `kc·ak` floats (`R <= ak`),
+                // SAFETY: (whole body) the panel at `a` holds `kc·ak` floats (`R <= ak`),
                 // `b` holds `kc·NB·LANES`, and rows `r0..r0 + R` of `c` (`NV·LANES`
                 // writable floats each at `ldc`), of the bias and of the residual exist
                 // (the contract).
@@ -101,8 +101,11 @@ macro_rules! isa_kernels {
                             }
                         }
                     }
-                    let (mut a, mut b) = (a, t.b);
-                    for _ in 0..t.kc {
+                    // Each step's operands from the panels' starts: a pointer stepped past
+                    // the last step would point past a lone short panel's end, which `add`
+                    // must not do even if it is never read (Miri caught it).
+                    for k in 0..t.kc {
+                        let (a, b) = (a.add(k * ak), t.b.add(k * NB * LANES));
                         let mut bv = [$zero(); NV];
                         for (j, v) in bv.iter_mut().enumerate() {
                             *v = $load(b.add(j * LANES));
@@ -113,8 +116,6 @@ macro_rules! isa_kernels {
                                 *v = $fma(av, bj, *v);
                             }
                         }
-                        a = a.add(ak);
-                        b = b.add(NB * LANES);
                     }
                     if !t.bias.is_null() {
                         let zero = $zero();
@@ -201,7 +202,7 @@ macro_rules! isa_kernels {
                     let panel_end = (q / per_panel * MR + MR).min(t.rows);
                     (panel_end.saturating_sub(first_row(q))).min(LANES)
                 };
-                // SAFETY (whole body): row vector `q < vectors` reads A at panel
+                // SAFETY: (whole body) row vector `q < vectors` reads A at panel
                 // `q / per_panel`, offset `q % per_panel · LANES` of each k step, inside
                 // the panel's readable span (the contract); rows `first_row(q) + i` for
                 // `i < lanes_of(q)` exist in `c`, the bias and the residual; columns
@@ -226,8 +227,9 @@ macro_rules! isa_kernels {
                                 }
                             }
                         }
-                        let mut b = t.b.add(j0);
                         for k in 0..t.kc {
+                            // As in `tile`: no pointer past the last step.
+                            let b = t.b.add(j0 + k * NB * LANES);
                             let mut bv = [$zero(); W];
                             for (j, v) in bv.iter_mut().enumerate() {
                                 *v = $set1(*b.add(j));
@@ -238,7 +240,6 @@ macro_rules! isa_kernels {
                                     *v = $fma(av, bj, *v);
                                 }
                             }
-                            b = b.add(NB * LANES);
                         }
                         for (g, row) in acc.iter().enumerate() {
                             if g > 0 && qs[g] == qs[g - 1] {
@@ -295,7 +296,7 @@ macro_rules! isa_kernels {
             ) {
                 const STEP: usize = 2 * LANES;
                 let full = n / STEP * STEP;
-                // SAFETY (whole body): `w` holds rows·n floats, `x` n, `y` rows; every
+                // SAFETY: (whole body) `w` holds rows·n floats, `x` n, `y` rows; every
                 // offset stays below those.
                 unsafe {
                     let mut r = 0;

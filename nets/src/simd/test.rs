@@ -10,6 +10,9 @@ fn tables() -> Vec<&'static Kernels> {
     Isa::available()
         .into_iter()
         .flat_map(Kernels::variants)
+        // Under Miri, each ISA's own table: the other tile shapes are the same template
+        // code with other constants, and every case is interpreted.
+        .filter(|k| !cfg!(miri) || std::ptr::eq(*k, k.isa.kernels()))
         .collect()
 }
 
@@ -51,10 +54,10 @@ proptest! {
     /// each epilogue part, against the f64 reference; and a partial tile's elements are
     /// the bits of the full tile's, whichever kernel computes its last columns (the lane
     /// kernel where `A` has room for its last vector of rows, else the narrow or full
-    /// tile on a copy).
+    /// tile on a copy). (Shorter reductions under Miri, which interprets every FMA.)
     #[test]
     fn gemm_tiles_match_reference(
-        kc in 0usize..70, accumulate: bool, relu: bool, residual: bool, padded: bool,
+        kc in 0usize..if cfg!(miri) { 12 } else { 70 }, accumulate: bool, relu: bool, residual: bool, padded: bool,
         panels in 1usize..4, rows_cut in 0usize..16, cols_cut in 0usize..64, seed in 0u64..1000,
     ) {
         for k in tables() {
@@ -107,9 +110,9 @@ proptest! {
     }
 
     /// Row dot products against f64, and each row's bits do not depend on the rows
-    /// computed with it.
+    /// computed with it. (Shorter rows under Miri, still several vectors and a tail.)
     #[test]
-    fn dot_rows_match_reference(n in 0usize..200, rows in 1usize..11, seed in 0u64..1000) {
+    fn dot_rows_match_reference(n in 0usize..if cfg!(miri) { 70 } else { 200 }, rows in 1usize..11, seed in 0u64..1000) {
         for k in tables() {
             let w = random_vec(rows * n, seed);
             let x = random_vec(n, seed + 1);
@@ -174,7 +177,19 @@ fn gemm_epilogue_propagates_nan_and_inf() {
     for k in tables() {
         let (mr, nr) = (k.mr, k.nr);
         let (mut nan, mut inf, mut zeroed) = (0, 0, 0);
-        for (case, (kc, panels)) in [(1, 1), (5, 2), (37, 3)].into_iter().enumerate() {
+        // Under Miri, the small cases and the column counts of each path (one, a short
+        // copy, the full tile): every case is interpreted.
+        let cases: &[(usize, usize)] = if cfg!(miri) {
+            &[(1, 1), (3, 2)]
+        } else {
+            &[(1, 1), (5, 2), (37, 3)]
+        };
+        let widths: Vec<usize> = if cfg!(miri) {
+            vec![1, nr / 2 + 1, nr]
+        } else {
+            (1..=nr).collect()
+        };
+        for (case, &(kc, panels)) in cases.iter().enumerate() {
             let seed = 100 * case as u64;
             let m = panels * mr;
             let mut a = random_vec(panels * kc * mr + MAX_LANES, seed);
@@ -207,14 +222,15 @@ fn gemm_epilogue_propagates_nan_and_inf() {
                         )
                     })
                     .collect();
-                for cols in 1..=nr {
+                for &cols in &widths {
                     let mut c = c0.clone();
                     let mut view = MatMut::from_slice(&mut c, nr, m, cols);
                     k.gemm(kc, &a, kc * mr, &b, &mut view, accumulate, Some(&e));
                     for i in 0..m {
                         for j in 0..cols {
                             let (g, w) = (c[i * nr + j], want[i / mr][i % mr * nr + j]);
-                            let at = format!("{k}: kc {kc} row {i} column {j} of {cols}");
+                            // Formatted only for a failure's message.
+                            let at = format_args!("{k}: kc {kc} row {i} column {j} of {cols}");
                             if w.is_nan() {
                                 assert!(g.is_nan(), "{at}: {g}, want NaN");
                                 nan += 1;
@@ -284,5 +300,91 @@ fn relu_bits_are_the_same_on_every_path() {
                 }
             }
         }
+    }
+}
+
+/// A lone panel entered mid-way (`rows < MR`, what `gemm::gemm` runs for a row range that
+/// starts inside a panel) may be given exactly `(kc − 1)·MR + rows` floats of A, as
+/// [`Kernels::gemm`] checks: its last `k` step ends after its `rows` rows. Each case's A is
+/// its own allocation of that length, so a kernel that reads a whole `MR` past it fails
+/// under Miri (the portable kernel did: it sliced `kc·MR` floats).
+#[test]
+fn a_lone_short_panel_is_read_no_further_than_its_rows() {
+    for k in tables() {
+        let (mr, nr) = (k.mr, k.nr);
+        for (kc, rows) in [(1, 1), (3, mr - 1), (2, mr.div_ceil(2))] {
+            let padded = random_vec(kc * mr, kc as u64);
+            let exact: Vec<f32> = padded[..(kc - 1) * mr + rows].to_vec();
+            let b = random_vec(kc * nr, 7);
+            let bias = random_vec(mr, 8);
+            let e = Epilogue {
+                bias: &bias,
+                residual: None,
+                relu: false,
+            };
+            for cols in [nr, 1] {
+                let (mut want, mut got) = (vec![0.0; rows * nr], vec![0.0; rows * nr]);
+                let mut view = MatMut::from_slice(&mut want, nr, rows, cols);
+                k.gemm(kc, &padded, kc * mr, &b, &mut view, false, Some(&e));
+                let mut view = MatMut::from_slice(&mut got, nr, rows, cols);
+                k.gemm(kc, &exact, kc * mr, &b, &mut view, false, Some(&e));
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "{k}: kc {kc}, {rows} rows, {cols} cols"
+                );
+            }
+        }
+    }
+}
+
+/// Two tiles of one runtime buffer, claimed side by side and written through
+/// [`MatMut::from_rect`] while both claims live, as two ranks of a conv layer do: the GEMMs
+/// (and a strided copy into a sub-view) give the bits they give into a plain buffer, and
+/// nothing outside the tiles changes. Under Miri this checks the pointer a claim lends
+/// (derived from the whole buffer's cells) and the kernels' stores through it.
+#[test]
+fn kernels_write_runtime_rect_claims_held_together() {
+    use taopipe_runtime::{Rect, SharedSlice};
+
+    for k in tables() {
+        let (mr, nr) = (k.mr, k.nr);
+        let (m, ld, kc) = (mr + 1, 2 * nr + 3, 3);
+        let a = random_vec(2 * kc * mr + MAX_LANES, 1);
+        let b = random_vec(kc * nr, 2);
+        let src = random_vec(4 * 5, 3);
+        let (left, right) = (Rect::new(0, ld, m, nr), Rect::new(nr + 1, ld, m, nr - 2));
+        // What each tile gets: two GEMMs (the second accumulating) on the left one, a GEMM
+        // and a strided copy into a sub-view on the right one.
+        let gemm =
+            |c: &mut MatMut<'_>, accumulate| k.gemm(kc, &a, kc * mr, &b, c, accumulate, None);
+        let copy = |c: &mut MatMut<'_>| c.sub(1, 1, 4, 5).copy_rows(0..4, 0, &src, 5, 5);
+        // One tile after the other into a plain buffer (they are disjoint).
+        let mut plain = vec![f32::NAN; m * ld];
+        let mut l = MatMut::from_slice(&mut plain, ld, m, nr);
+        gemm(&mut l, false);
+        gemm(&mut l, true);
+        let mut r = MatMut::from_slice(&mut plain[nr + 1..], ld, m, nr - 2);
+        gemm(&mut r, false);
+        copy(&mut r);
+        // Interleaved through two claims held together.
+        let shared = SharedSlice::new(vec![f32::NAN; m * ld]);
+        {
+            let mut lg = shared.write_rect(left).expect("left tile");
+            let mut rg = shared.write_rect(right).expect("right tile, disjoint");
+            let (mut l, mut r) = (MatMut::from_rect(&mut lg), MatMut::from_rect(&mut rg));
+            gemm(&mut l, false);
+            gemm(&mut r, false);
+            gemm(&mut l, true);
+            copy(&mut r);
+        }
+        let got = shared.read().expect("claims released");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&plain), "{k}");
+        assert!(
+            got[nr].is_nan() && got[ld - 1].is_nan(),
+            "{k}: between and after the tiles"
+        );
     }
 }
