@@ -838,11 +838,17 @@ struct Recorded<'a> {
 impl Recorded<'_> {
     /// The run cut into intervals of `every` seconds, as many as there are latency
     /// entries; the last one runs to the end. Frames are counted at the samples on the
-    /// intervals' ends (a whole number of sample periods apart) and at the run's end.
+    /// intervals' ends (a whole number of sample periods apart) and at the run's end,
+    /// and the first interval counts from zero: the sample due at 0 s is taken once its
+    /// thread runs, when the server may already have admitted frames. So the intervals'
+    /// frames always add up to the run's.
     fn intervals(&self, every: f64) -> Vec<Interval> {
         let count = self.latencies.len();
-        // The counters at the last sample at or before `t`.
+        // The counters at the last sample at or before `t`, and none before the start.
         let counted = |t: f64| {
+            if t <= 0.0 {
+                return (0, 0);
+            }
             self.samples
                 .iter()
                 .take_while(|s| s.at_s <= t + 1e-9)
