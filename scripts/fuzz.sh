@@ -6,7 +6,7 @@ set -euo pipefail
 
 usage() {
     cat <<'USAGE'
-usage: scripts/fuzz.sh [--runs N] [--time SECONDS] [--sanitizer NAME] [--no-cmin] [TARGET...]
+usage: scripts/fuzz.sh [--runs N] [--time SECONDS] [--workers W] [--sanitizer NAME] [--no-cmin] [TARGET...]
 
 Runs each TARGET (default: all of `cargo fuzz list`) until N executions or SECONDS,
 whichever comes first; default 10000000 runs, stopping at 1800 s (30 minutes). Giving
@@ -16,6 +16,8 @@ so the checked-in fuzz/corpus/TARGET stays small.
 
   --runs N          stop a target after N executions (libFuzzer -runs)
   --time SECONDS    stop a target after SECONDS (libFuzzer -max_total_time)
+  --workers W       run W fuzzer processes per target on one shared corpus, each to N/W
+                    executions (default 1); the executions printed are their sum
   --sanitizer NAME  address (default, cargo-fuzz's), leak, memory, thread or none
   --no-cmin         keep the corpus as the run left it
   -h, --help        this text
@@ -34,22 +36,25 @@ Examples:
   scripts/fuzz.sh                          every target, 10^7 runs or 30 min each
   scripts/fuzz.sh --time 600 cpu_list      one target for 10 minutes
   scripts/fuzz.sh --runs 100000 --no-cmin  a quick pass over all targets
+  scripts/fuzz.sh --workers 2 --sanitizer none   the README's run (2 processes a target)
 USAGE
 }
 
-runs="" time="" sanitizer=address cmin=1 targets=()
+runs="" time="" workers=1 sanitizer=address cmin=1 targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
         -h|--help) usage; exit 0 ;;
         --runs) runs=${2:?--runs needs a number}; shift 2 ;;
         --time) time=${2:?--time needs seconds}; shift 2 ;;
+        --workers) workers=${2:?--workers needs a number}; shift 2 ;;
         --sanitizer) sanitizer=${2:?--sanitizer needs a name}; shift 2 ;;
         --no-cmin) cmin=0; shift ;;
         -*) echo "$0: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
 done
-case "$runs$time" in *[!0-9]*) echo "$0: --runs and --time take whole numbers" >&2; exit 2 ;; esac
+case "$runs$time$workers" in *[!0-9]*) echo "$0: --runs, --time and --workers take whole numbers" >&2; exit 2 ;; esac
+[ "$workers" -ge 1 ] || { echo "$0: --workers must be at least 1, not $workers" >&2; exit 2; }
 if [ -n "$time" ] && [ -z "$runs" ]; then runs=-1; fi
 runs=${runs:-10000000}
 time=${time:-1800}
@@ -79,19 +84,30 @@ for t in "${targets[@]}"; do
     for extra in "fuzz/seeds/$t" "fuzz/regressions/$t"; do
         [ -d "$extra" ] && dirs+=("$extra")
     done
-    echo "== $t: -runs=$runs -max_total_time=$time (log: $logs/$t.log)"
+    each=$runs
+    [ "$runs" -lt 0 ] || each=$(( (runs + workers - 1) / workers ))
+    echo "== $t: $workers x -runs=$each -max_total_time=$time (logs: $logs/$t.*.log)"
     start=$(date +%s)
     status=ok
-    cargo +nightly fuzz run "${build_flags[@]}" "$t" "${dirs[@]}" -- \
-        -runs="$runs" -max_total_time="$time" -max_len=4096 -timeout=10 \
-        -print_final_stats=1 >"$logs/$t.log" 2>&1 || status=FAILED
+    pids=()
+    for w in $(seq 1 "$workers"); do
+        # The first directory gets the new inputs; -reload (on by default) shares them.
+        cargo +nightly fuzz run "${build_flags[@]}" "$t" "${dirs[@]}" -- \
+            -runs="$each" -max_total_time="$time" -max_len=4096 -timeout=10 \
+            -print_final_stats=1 >"$logs/$t.$w.log" 2>&1 &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || status=FAILED; done
     seconds=$(( $(date +%s) - start ))
-    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -1)
-    execs=${execs:-?}
-    if [ "$status" = FAILED ]; then
-        failed=1
-        grep -E "^(==[0-9]+== ERROR|thread .* panicked|.*deadly signal|.*Test unit written to)" "$logs/$t.log" | head -5 || true
-    fi
+    execs=0
+    for w in $(seq 1 "$workers"); do
+        n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.$w.log" | tail -1)
+        execs=$(( execs + ${n:-0} ))
+        if [ "$status" = FAILED ]; then
+            grep -E "^(==[0-9]+== ERROR|thread .* panicked|.*deadly signal|.*Test unit written to)" "$logs/$t.$w.log" | head -5 || true
+        fi
+    done
+    [ "$status" = ok ] || failed=1
     summary+=("$(printf '%-20s %12s executions %6s s  %s' "$t" "$execs" "$seconds" "$status")")
     echo "${summary[-1]}"
     if [ "$cmin" = 1 ] && [ "$status" = ok ]; then
@@ -99,6 +115,6 @@ for t in "${targets[@]}"; do
         echo "   corpus minimised: $(ls "fuzz/corpus/$t" | wc -l) files, $(cat "fuzz/corpus/$t"/* | wc -c) bytes"
     fi
 done
-echo "== summary (-runs=$runs -max_total_time=$time, sanitizer $sanitizer)"
+echo "== summary (-runs=$runs over $workers process(es) a target, -max_total_time=$time, sanitizer $sanitizer)"
 printf '%s\n' "${summary[@]}"
 exit $failed
