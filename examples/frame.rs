@@ -29,7 +29,7 @@
 
 mod common;
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -261,14 +261,37 @@ fn main() -> anyhow::Result<()> {
 /// Most frames one `--serve` command may ask for (its answer holds one time per frame).
 const MAX_SERVE_FRAMES: u32 = 100_000;
 
+/// Longest `--serve` command line read, newline excluded: a longer one is an error, not a
+/// read without end (`frame --serve < /dev/zero` once read until memory ran out).
+const MAX_COMMAND_BYTES: u64 = 64;
+
 /// `--serve`: answers frame counts from stdin until `quit` or its end; returns the last
 /// frame's output (`output`, the warm-up frame's, if none ran).
 fn serve(runner: &Runner<'_>, mut output: Vec<f32>) -> anyhow::Result<Vec<f32>> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "ready")?;
     stdout.flush()?;
-    for (n, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.context("--serve: reading stdin")?;
+    let mut stdin = std::io::stdin().lock();
+    let mut bytes = Vec::new();
+    for n in 0.. {
+        bytes.clear();
+        let read = (&mut stdin)
+            .take(MAX_COMMAND_BYTES + 1)
+            .read_until(b'\n', &mut bytes)
+            .context("--serve: reading stdin")?;
+        if read == 0 {
+            break; // the end of stdin
+        }
+        if bytes.last() == Some(&b'\n') {
+            bytes.pop();
+        } else if read as u64 > MAX_COMMAND_BYTES {
+            bail!(
+                "--serve: line {}: longer than {MAX_COMMAND_BYTES} bytes (starts `{}`)",
+                n + 1,
+                String::from_utf8_lossy(&bytes[..16]).escape_debug()
+            );
+        }
+        let line = String::from_utf8_lossy(&bytes);
         let command = line.trim();
         if command == "quit" {
             break;

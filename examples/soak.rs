@@ -3,6 +3,10 @@
 //! and out, and p50/p99 latency per interval; exit non-zero if a frame was lost, duplicated
 //! or reordered, or memory grew past its bound (`taopipe::live::soak` has the rules).
 //!
+//! SIGINT or SIGTERM (`common::interrupt`) stops admitting frames: the frames in flight
+//! finish and are checked, the report of what ran is printed and written (`--json`, with
+//! `"partial": true`; `--plots`), and it exits with 130 or 143.
+//!
 //! ```text
 //! cargo run --release --example soak -- --net alexnet --minutes 2 --json soak.json --plots soak
 //! cargo run --release --example soak -- --net alexnet --minutes 30 --json soak-alexnet.json --plots soak-alexnet
@@ -25,6 +29,7 @@ use taopipe::nets::{Model, RandomWeights};
 use taopipe::runtime::EmulationSpec;
 use taopipe::tuner::Configuration;
 
+use common::interrupt::Interrupt;
 use common::tune::{parse_fps, parse_rate};
 use common::{JsonArg, RuntimeArgs, say, sayln};
 
@@ -49,6 +54,9 @@ use common::{JsonArg, RuntimeArgs, say, sayln};
 /// `--interval`; `--json` writes all of it with every sample, `--plots` draws it. Exits
 /// with an error (status 1) when a check fails, after writing both. Linux only (RSS is
 /// read from /proc).
+///
+/// SIGINT or SIGTERM ends the run early: the frames in flight finish, the report of what
+/// ran is printed and written, marked partial, and the exit code is 130 or 143.
 #[derive(Debug, Parser)]
 #[command(version, about, long_about)]
 struct Cli {
@@ -146,6 +154,7 @@ fn parse_speeds(text: &str) -> anyhow::Result<Vec<Option<EmulationSpec>>> {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    let interrupt = Interrupt::install()?;
     cli.json.route_text();
     ensure!(
         cli.runtime.emulate.is_none(),
@@ -166,6 +175,7 @@ fn main() -> anyhow::Result<()> {
     options.headroom_mib = cli.headroom;
     options.rate_fps = cli.rate;
     options.seed = cli.seed;
+    options.stop = interrupt.stop_signal();
     if let Some(text) = &cli.splits {
         options.configurations = parse_splits(text, &allowed_places(&rt))?;
     }
@@ -219,6 +229,10 @@ fn main() -> anyhow::Result<()> {
         taopipe::live::plot::soak_svg(&report, &path)?;
         sayln!("picture: {}", path.display());
     }
+    interrupt.exit_if_raised(&format!(
+        "{} frames in, {} out in {:.1} s, in order: {}",
+        report.frames_in, report.frames_out, report.elapsed_s, report.checks.in_order
+    ));
     let mut failed = Vec::new();
     if !report.checks.in_order {
         failed.push("frames lost, duplicated or reordered");

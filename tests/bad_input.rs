@@ -238,6 +238,9 @@ const ROWS: &[Row] = &[
         "`` --serve: line 2: `bogus` is neither a frame count in 1..=100000 nor `quit` ``, after `ready` and one answer").stdin("2\nbogus\n"),
     row("frame", &["--serve"], &["line 1", "`4294967295`"],
         "the same for `4294967295` (it aborted on a 34 GB allocation)").stdin("4294967295\n"),
+    row("frame", &["--serve"], &["line 1", "longer than 64 bytes"],
+        "`` --serve: line 1: longer than 64 bytes (starts `0000000000000000`) `` (`< /dev/zero` read until memory ran out)")
+        .stdin("00000000000000000000000000000000000000000000000000000000000000000000000000000000"),
     // The tuning driver of vgg16, alexnet, resnet50 and synthetic (common::tune), through
     // `synthetic`.
     row("synthetic", &["--net", "synth9"], &["--net synth9"],

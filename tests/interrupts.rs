@@ -343,6 +343,41 @@ fn sigint_stops_the_pipeline_example_between_frames() {
 }
 
 #[test]
+fn sigint_ends_a_soak_with_its_frames_checked_and_a_partial_report() {
+    let dir = scratch("sigint-soak");
+    let json = dir.join("soak.json");
+    let args = [
+        "--net",
+        "synth1",
+        "--seconds",
+        "600",
+        "--switch-every",
+        "1",
+        "--speeds-every",
+        "0.5",
+        "--interval",
+        "1",
+        "--json",
+        json.to_str().expect("utf-8"),
+    ];
+    let mut run = start("soak", &args, Text::Stdout);
+    run.wait_for("configurations");
+    std::thread::sleep(Duration::from_secs(2));
+    run.signal(libc::SIGINT);
+    let (status, out, err) = run.finish();
+    assert_eq!(status.code(), Some(130), "{status}: {err}");
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+    assert!(out.contains("partial: stopped at"), "{out}");
+    let json = report(&json, &[]);
+    let (frames_in, frames_out) = (&json["frames_in"], &json["frames_out"]);
+    assert_eq!(frames_in, frames_out, "the frames in flight finished");
+    assert!(frames_out.as_u64().is_some_and(|n| n > 0), "{json}");
+    assert_eq!(json["checks"]["in_order"], true);
+    assert!(json["elapsed_s"].as_f64().is_some_and(|s| s < 600.0));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn sigterm_stops_frame_between_frames() {
     let dir = scratch("sigterm-frame");
     let json = dir.join("frame.json");

@@ -48,6 +48,13 @@
 //! record leaked per frame at 50 frames/s. A slower leak passes; the samples, in the
 //! report, show its slope.
 //!
+//! # Stopping early
+//! Raising [`SoakOptions::stop`] (a SIGINT handler's flag, say) stops admitting frames: the
+//! frames in flight finish and are checked, the speed player and the sampler stop, and
+//! the report covers what ran, marked [`partial`](SoakReport::partial), with the intervals
+//! that had begun. A run stopped before its warm-up ended checked no memory, so its RSS
+//! check does not pass.
+//!
 //! # Latency per interval
 //! Each delivery's latency (from the frame's arrival — when it was taken from the source,
 //! or its due time at a [`rate`](SoakOptions::rate_fps) — to its output, queueing
@@ -143,6 +150,8 @@ pub struct SoakOptions {
     pub rate_fps: Option<f64>,
     /// Seed of the inputs.
     pub seed: u64,
+    /// Raised from outside to end the run early (module docs); never raised by default.
+    pub stop: StopSignal,
 }
 
 impl SoakOptions {
@@ -165,6 +174,7 @@ impl SoakOptions {
             headroom_mib: DEFAULT_HEADROOM_MIB,
             rate_fps: None,
             seed: 1,
+            stop: StopSignal::new(),
         })
     }
 
@@ -755,6 +765,8 @@ pub struct SoakReport {
     pub intervals: Vec<Interval>,
     /// Every sample.
     pub samples: Vec<Sample>,
+    /// Whether [`SoakOptions::stop`] ended the run before its duration (module docs).
+    pub partial: bool,
 }
 
 /// Where a soak stands, for a progress display; given to the callback after each frame.
@@ -957,7 +969,6 @@ pub fn soak(
     };
     let pace = options.rate_fps.map(|fps| Pace { fps });
     let retune = Arc::new(AtomicBool::new(false)); // never asked: the soak switches itself
-    // Not stoppable from outside yet: the soak runs its duration (a signal ends it at once).
     let mut server = Server::new(
         rt,
         model.clone(),
@@ -965,11 +976,13 @@ pub fn soak(
         &mut sink,
         pace,
         retune,
-        StopSignal::new(),
+        options.stop.clone(),
     );
+    // Ends the player and the sampler once serving is over.
     let stop = StopSignal::new();
     let mut segments = 0u64;
     let mut warmup = None;
+    let mut partial = false;
     let served = std::thread::scope(|s| {
         let player = s.spawn(|| schedule.play(rt, start, &stop, |at, _| applied.push(secs(at))));
         let sampler = s.spawn(|| {
@@ -999,7 +1012,7 @@ pub fn soak(
         });
         let configs = &options.configurations;
         let served = (|| {
-            while start.elapsed() < options.duration {
+            while start.elapsed() < options.duration && !options.stop.is_stopped() {
                 let k = segments as usize;
                 let config = &configs[k % configs.len()];
                 if k > 0 && *config != configs[(k - 1) % configs.len()] {
@@ -1017,6 +1030,7 @@ pub fn soak(
                     warmup = Some(start.elapsed());
                 }
             }
+            partial = options.stop.is_stopped() && start.elapsed() < options.duration;
             Ok::<(), LiveError>(())
         })();
         stop.stop();
@@ -1040,11 +1054,17 @@ pub fn soak(
     let (frames_in, frames_out) = (taken.into_inner(), delivered.into_inner());
     // The first step applied sets the starting speeds; the later ones change them.
     let changes = applied.get(1..).unwrap_or_default();
+    let mut latencies = latency.finish();
+    if partial {
+        // Only the intervals that had begun (deliveries all fall before the stop).
+        let begun = secs(elapsed) / secs(options.interval);
+        latencies.truncate((begun.ceil() as usize).max(1));
+    }
     let intervals = Recorded {
         samples: &samples,
         switches: &switches,
         changes,
-        latencies: latency.finish(),
+        latencies,
         warmup_s,
         elapsed_s: secs(elapsed),
         frames: (frames_in, frames_out),
@@ -1089,6 +1109,7 @@ pub fn soak(
         checks,
         intervals,
         samples,
+        partial,
     })
 }
 
@@ -1121,6 +1142,13 @@ impl fmt::Display for SoakReport {
             "(* overlaps the warm-up, which ended at {:.1} s)",
             self.rss.warmup_s
         )?;
+        if self.partial {
+            writeln!(
+                f,
+                "partial: stopped at {:.1} s of {:.0} s",
+                self.elapsed_s, self.duration_s
+            )?;
+        }
         writeln!(
             f,
             "{}: {} frames in, {} out in {:.1} s ({:.2} frames/s), p50 {:.1} ms, p99 {:.1} ms; {} segments, {} reconfigurations, {} speed changes",

@@ -64,7 +64,7 @@ pub use crate::excerpt::excerpt;
 pub use crate::graph::{GraphHandle, TaskGraph, TaskId};
 pub use crate::latency::Latencies;
 pub use crate::pipeline::{
-    Observer, Pipeline, PipelineError, PipelineStats, Stage, StageStats, StopSignal,
+    MAX_QUEUE, Observer, Pipeline, PipelineError, PipelineStats, Stage, StageStats, StopSignal,
 };
 pub use crate::place::Place;
 pub use crate::pool::{BuildError, DEFAULT_IDLE_SPIN, Runtime, RuntimeBuilder};

@@ -234,6 +234,12 @@ pub enum PipelineError {
     /// A queue capacity of 0.
     #[error("queue capacity must be at least 1")]
     ZeroQueue,
+    /// A queue capacity over [`MAX_QUEUE`].
+    #[error("queue capacity {frames} is over the most, {MAX_QUEUE} frames")]
+    QueueTooLong {
+        /// The capacity asked for.
+        frames: usize,
+    },
     /// A stage's graph failed on a frame.
     #[error("stage `{stage}` failed on frame {frame}: {error}")]
     Stage {
@@ -303,6 +309,13 @@ impl PipelineStats {
     }
 }
 
+/// The deepest queue between two stages, in frames. A bounded pipeline needs a few (the
+/// default is 2; deeper only adds latency), and every frame in flight holds buffers of its
+/// own: 4096 VGG16 frames would hold 140 GB. Deeper queues are refused, so a capacity
+/// cannot overflow [`Pipeline::max_in_flight`] or a queue's allocation (`usize::MAX`
+/// panicked there).
+pub const MAX_QUEUE: usize = 4096;
+
 /// Ordered stages and the capacity of the queues between them.
 pub struct Pipeline<F> {
     stages: Vec<Stage<F>>,
@@ -356,10 +369,13 @@ impl<F: Send> Pipeline<F> {
     /// Sets how many frames may wait between two stages.
     ///
     /// # Errors
-    /// A capacity of 0.
+    /// A capacity of 0, or over [`MAX_QUEUE`].
     pub fn with_queue(mut self, frames: usize) -> Result<Pipeline<F>, PipelineError> {
         if frames == 0 {
             return Err(PipelineError::ZeroQueue);
+        }
+        if frames > MAX_QUEUE {
+            return Err(PipelineError::QueueTooLong { frames });
         }
         self.queue = frames;
         Ok(self)

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use taopipe_runtime::{
-    Pipeline, PipelineError, Place, PreparedGraph, Runtime, Stage, StopSignal, Task, TaskGraph,
+    MAX_QUEUE, Pipeline, PipelineError, Place, PreparedGraph, Runtime, Stage, StopSignal, Task,
+    TaskGraph,
 };
 
 /// A frame: its id and the stages it went through, in order.
@@ -395,6 +396,15 @@ fn bad_pipelines_are_refused() {
         .expect("ok")
         .with_queue(0);
     assert_eq!(zero.expect_err("zero"), PipelineError::ZeroQueue);
+    let deep = || Pipeline::new(vec![stage(0, Place::new(0, 1), 1)]).expect("ok");
+    for frames in [MAX_QUEUE + 1, usize::MAX] {
+        // usize::MAX panicked ("capacity overflow") in max_in_flight and the queues.
+        let error = deep().with_queue(frames).expect_err("too deep");
+        assert_eq!(error, PipelineError::QueueTooLong { frames });
+        assert!(error.to_string().contains(&frames.to_string()), "{error}");
+    }
+    let deepest = deep().with_queue(MAX_QUEUE).expect("the most");
+    assert_eq!(deepest.max_in_flight(), 2 * MAX_QUEUE + 3);
 }
 
 /// A frame that carries its own prepared graph per stage.

@@ -165,6 +165,55 @@ fn latency_goes_to_the_interval_of_its_delivery() {
 }
 
 #[test]
+fn a_stopped_soak_finishes_its_frames_and_reports_what_ran_as_partial() {
+    let (rt, model) = setup();
+    let mut options = short(&rt, &model, Duration::from_secs(600));
+    let stop = options.stop.clone();
+    let started = std::time::Instant::now();
+    let report = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1200));
+            stop.stop();
+        });
+        soak(&rt, &model, &options, |_| {}).expect("soak")
+    });
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "stopped long before its 600 s"
+    );
+    assert!(report.partial, "{report}");
+    assert!(report.checks.in_order, "{report}");
+    assert_eq!(
+        report.frames_in, report.frames_out,
+        "the frames in flight finished"
+    );
+    assert!(report.frames_out > 0);
+    assert!(report.elapsed_s < 600.0);
+    // Only the 500 ms intervals that had begun.
+    let begun = (report.elapsed_s / 0.5).ceil() as usize;
+    assert_eq!(report.intervals.len(), begun.max(1), "{report}");
+    assert_eq!(
+        report.intervals.last().map(|i| i.end_s),
+        Some(report.elapsed_s)
+    );
+    assert_eq!(
+        report.intervals.iter().map(|i| i.frames_out).sum::<u64>(),
+        report.frames_out
+    );
+    assert!(report.to_string().contains("partial: stopped at"));
+    assert_eq!(
+        serde_json::to_value(&report).expect("json")["partial"],
+        true
+    );
+
+    // Not raised: the run goes its whole duration and is not partial.
+    options.stop = StopSignal::new();
+    options.duration = Duration::from_millis(1200);
+    let whole = soak(&rt, &model, &options, |_| {}).expect("soak");
+    assert!(!whole.partial && whole.elapsed_s >= 1.2, "{whole}");
+}
+
+#[test]
 fn interval_frames_add_up_to_the_runs_even_when_the_first_sample_is_late() {
     let at = |at_s: f64, frames_in: u64, frames_out: u64| Sample {
         at_s,
