@@ -291,6 +291,37 @@ fn sigint_during_tuning_keeps_the_trials_done_and_serves_nothing() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// The issue's own case: Ctrl-C during `vgg16 --tune alpha=10`, the main job, after its
+/// second trial (a few seconds on 2 cores).
+#[test]
+fn sigint_during_the_main_jobs_vgg16_tuning_exits_130_with_its_trials() {
+    let dir = scratch("sigint-vgg16");
+    let json = dir.join("run.json");
+    let args = [
+        "--tune",
+        "alpha=10",
+        "--json",
+        json.to_str().expect("utf-8"),
+    ];
+    let mut run = start("vgg16", &args, Text::Stdout);
+    // The trial table's second row (not "2 workers from sysfs …").
+    run.wait_until("of trial 2", |line| {
+        line.trim_start().starts_with("2 ") && line.contains("@{")
+    });
+    run.signal(libc::SIGINT);
+    let (status, out, err) = run.finish();
+    assert_eq!(status.code(), Some(130), "{status}: {err}");
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+    let json = report(&json, &[]);
+    assert_eq!(json["net"], "vgg16");
+    let search = &json["tuning"]["search"];
+    assert_eq!(search["stopped"], "stopped", "{out}");
+    let trials = search["trials"].as_array().expect("trials").len();
+    assert!((2..20).contains(&trials), "{trials} trials: {out}");
+    assert_eq!(json["run"]["frames"], 0, "nothing served after the stop");
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn a_second_sigint_exits_at_once_and_never_leaves_a_half_written_report() {
     let dir = scratch("sigint-twice");

@@ -17,7 +17,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
@@ -25,6 +25,8 @@ use rand::{Rng, SeedableRng};
 use taopipe_runtime::{
     Place, Placement, Runtime, RuntimeError, SharedSlice, Task, TaskGraph, TaskId,
 };
+
+use common::{INJECTED, quiet_injected_panics};
 
 /// Whether to run the full sizes (`TAOPIPE_STRESS=full`).
 fn full() -> bool {
@@ -34,29 +36,6 @@ fn full() -> bool {
 /// The CI size, or the full one.
 fn size(ci: usize, full_size: usize) -> usize {
     if full() { full_size } else { ci }
-}
-
-/// The message of every injected panic starts with this.
-const INJECTED: &str = "injected panic";
-
-/// Keeps injected panics, and the ranks they release from a broken barrier, off stderr:
-/// thousands of them would bury a real failure's message.
-fn quiet_injected_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let payload = info.payload();
-            let text = payload
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| payload.downcast_ref::<&str>().copied())
-                .unwrap_or("");
-            if !text.starts_with(INJECTED) && !text.starts_with("a gang was abandoned") {
-                default(info);
-            }
-        }));
-    });
 }
 
 /// A random DAG's shape: placements, predecessors (edges only point forward, so it is

@@ -29,7 +29,7 @@ use taopipe_runtime::{
     GraphHandle, Pipeline, Place, Runtime, RuntimeError, Stage, StopSignal, Task, TaskGraph, TaskId,
 };
 
-const INJECTED: &str = "injected panic";
+use common::INJECTED;
 
 /// How a round's graphs ended.
 #[derive(Default)]
@@ -239,18 +239,7 @@ fn watchdog(progress: Arc<AtomicU64>, finished: Arc<AtomicBool>, limit: Duration
 
 #[test]
 fn dropping_the_runtime_mid_flight_neither_hangs_nor_leaks() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let text = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if !text.starts_with(INJECTED) && !text.starts_with("a gang was abandoned") {
-            default(info);
-        }
-    }));
+    common::quiet_injected_panics();
     let full = std::env::var("TAOPIPE_STRESS").is_ok_and(|v| v == "full");
     let rounds = if full { 400 } else { 40 };
     let (progress, finished) = (

@@ -1,7 +1,7 @@
 //! Helpers shared by the runtime's integration tests.
 #![allow(dead_code)]
 
-use std::sync::mpsc;
+use std::sync::{Once, mpsc};
 use std::time::Duration;
 
 /// Runs `f` on its own thread and fails the test if it has not returned within `limit`:
@@ -32,4 +32,28 @@ pub(crate) fn spin_for(micros: u64) {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
     }
     std::hint::black_box(x);
+}
+
+/// The message of every panic the stress tests inject starts with this.
+pub(crate) const INJECTED: &str = "injected panic";
+
+/// Keeps injected panics, and the ranks they release from a broken barrier ("a gang was
+/// abandoned"), off stderr: thousands of them would bury a real failure's message. Other
+/// panics still print. Installed once per test binary.
+pub(crate) fn quiet_injected_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let text = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if !text.starts_with(INJECTED) && !text.starts_with("a gang was abandoned") {
+                default(info);
+            }
+        }));
+    });
 }
