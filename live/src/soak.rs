@@ -825,6 +825,11 @@ impl IntervalLatency {
     }
 }
 
+/// How many intervals of `every` a span of `span` begins: at least one.
+fn intervals_over(span: Duration, every: Duration) -> usize {
+    span.as_nanos().div_ceil(every.as_nanos().max(1)).max(1) as usize
+}
+
 fn quantiles(l: &Latencies) -> Option<Latency> {
     (!l.is_empty()).then(|| Latency {
         p50: l.quantile_ms(0.5),
@@ -932,11 +937,7 @@ pub fn soak(
     let periods =
         |every: Duration| (options.duration.as_nanos() / every.as_nanos().max(1)) as usize + 2;
     // Intervals cover the admitting; the last one also takes the final drain.
-    let interval_count = options
-        .duration
-        .as_nanos()
-        .div_ceil(options.interval.as_nanos())
-        .max(1) as usize;
+    let interval_count = intervals_over(options.duration, options.interval);
     let mut samples = Vec::with_capacity(periods(options.sample_every) + 64);
     let mut applied = Vec::with_capacity(schedule.steps().len());
     let mut switches = Vec::with_capacity(periods(options.switch_every));
@@ -1057,8 +1058,7 @@ pub fn soak(
     let mut latencies = latency.finish();
     if partial {
         // Only the intervals that had begun (deliveries all fall before the stop).
-        let begun = secs(elapsed) / secs(options.interval);
-        latencies.truncate((begun.ceil() as usize).max(1));
+        latencies.truncate(intervals_over(elapsed, options.interval));
     }
     let intervals = Recorded {
         samples: &samples,
