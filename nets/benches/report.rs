@@ -69,11 +69,67 @@ fn gang_bandwidth(rt: &Runtime, isa: Isa, width: usize) -> Bandwidth {
     }
 }
 
-/// GFLOP/s of `conv` at `width`, and its output.
-fn conv_gflops(rt: &Runtime, conv: &Arc<dyn Kernel>, x: &[f32], width: usize) -> (f64, Vec<f32>) {
-    let gang = Gang::new(conv.clone(), vec![x.to_vec()], width);
-    let secs = best_time(&mut || gang.run(rt), 0.25);
-    (conv.flops() as f64 / secs / 1e9, gang.output())
+/// Rounds of the conv table (`TAOPIPE_REPORT_ROUNDS`, default [`ROUNDS`]).
+fn rounds() -> usize {
+    match std::env::var("TAOPIPE_REPORT_ROUNDS") {
+        Err(_) => ROUNDS,
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                panic!("TAOPIPE_REPORT_ROUNDS={v:?}: expected a whole number of rounds, 1 or more")
+            }
+        },
+    }
+}
+
+/// Rounds of the conv table by default. Each layer is timed once per round, the rounds one
+/// after the other over every layer, and keeps its best: a burst of time stolen by a
+/// shared machine's hypervisor (seconds long on the 2-core VM, where two runs of the same
+/// layer shape in one report differed by 13 points of the peak) then spoils one round of
+/// a layer, not all its runs.
+const ROUNDS: usize = 4;
+
+/// Seconds of runs per layer, algorithm and width in each round.
+const ROUND_SECS: f64 = 0.1;
+
+/// One conv layer with one algorithm, run as gangs of width 1 and 2.
+struct ConvRuns {
+    algo: ConvAlgo,
+    kernel: Arc<dyn Kernel>,
+    gangs: [Gang; 2],
+    /// Best seconds at widths 1 and 2 over the rounds so far.
+    best: [f64; 2],
+}
+
+impl ConvRuns {
+    fn new(algo: ConvAlgo, kernel: Arc<dyn Kernel>, x: &[f32]) -> ConvRuns {
+        let gang = |w| Gang::new(kernel.clone(), vec![x.to_vec()], w);
+        ConvRuns {
+            gangs: [gang(1), gang(2)],
+            algo,
+            kernel,
+            best: [f64::MAX; 2],
+        }
+    }
+
+    /// One round: each width for at least [`ROUND_SECS`].
+    fn round(&mut self, rt: &Runtime) {
+        for (gang, best) in self.gangs.iter().zip(&mut self.best) {
+            *best = best.min(best_time(&mut || gang.run(rt), ROUND_SECS));
+        }
+    }
+
+    /// GFLOP/s at widths 1 and 2, after checking that their outputs are bit-identical.
+    fn gflops(&self, layer: &str) -> [f64; 2] {
+        let (y1, y2) = (self.gangs[0].output(), self.gangs[1].output());
+        let same = y1.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(
+            same,
+            "{layer} {}: width 2 differs from width 1",
+            self.algo.name()
+        );
+        self.best.map(|s| self.kernel.flops() as f64 / s / 1e9)
+    }
 }
 
 pub(crate) fn run_if_selected() {
@@ -81,6 +137,7 @@ pub(crate) fn run_if_selected() {
         return;
     }
     let isa = Isa::current().expect("TAOPIPE_ISA names a path this CPU runs");
+    let rounds = rounds();
     let rt = Runtime::builder().workers(2).build().expect("runtime");
     let peak = probe::fma_peak(isa, 0.5);
     let bw1 = probe::bandwidth(isa, BANDWIDTH_BYTES);
@@ -106,7 +163,10 @@ pub(crate) fn run_if_selected() {
     println!(
         "(the direct FLOP count over Winograd's time), where it applies. % is of the measured"
     );
-    println!("peak (w2: of twice it). `chosen` is what `ConvAlgo::choose` runs in a model.\n");
+    println!("peak (w2: of twice it). `chosen` is what `ConvAlgo::choose` runs in a model.");
+    println!(
+        "Each figure is the best over {rounds} rounds (`TAOPIPE_REPORT_ROUNDS`) of at least {ROUND_SECS} s of runs; the rounds pass over every layer in turn.\n"
+    );
     println!(
         "| layer | in → out | GFLOP | chosen | direct w1 | % | direct w2 | % | Winograd w1 | × direct | Winograd w2 | × direct |"
     );
@@ -114,28 +174,34 @@ pub(crate) fn run_if_selected() {
     let (mut flops_all, mut direct_w1, mut direct_w2) = (0.0, 0.0, 0.0);
     let (mut chosen_w1, mut chosen_w2) = (0.0, 0.0);
     let mut percents = Vec::new();
-    for layer in shapes::all() {
-        let (conv, x) = build(layer);
+    // Every layer with every algorithm that applies (Direct first), built once.
+    let mut layers: Vec<_> = shapes::all()
+        .map(|layer| {
+            let (conv, x) = build(layer);
+            let runs: Vec<ConvRuns> = [ConvAlgo::Direct, ConvAlgo::Winograd]
+                .into_iter()
+                .filter(|algo| algo.applies(conv.params()))
+                .map(|algo| {
+                    let c = conv.clone().with_algo(algo).expect("applies");
+                    ConvRuns::new(algo, Arc::new(c), &x)
+                })
+                .collect();
+            (layer, conv, runs)
+        })
+        .collect();
+    for round in 0..rounds {
+        eprintln!("conv layers: round {} of {rounds}", round + 1);
+        for (_, _, runs) in &mut layers {
+            for r in runs.iter_mut() {
+                r.round(&rt);
+            }
+        }
+    }
+    for (layer, conv, runs) in &layers {
         let flops = conv.flops() as f64;
         let chosen = conv.algo();
-        let gf = |algo: ConvAlgo| -> Option<[f64; 2]> {
-            if !algo.applies(conv.params()) {
-                return None;
-            }
-            let c: Arc<dyn Kernel> = Arc::new(conv.clone().with_algo(algo).expect("applies"));
-            let (g1, y1) = conv_gflops(&rt, &c, &x, 1);
-            let (g2, y2) = conv_gflops(&rt, &c, &x, 2);
-            let same = y1.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(
-                same,
-                "{} {}: width 2 differs from width 1",
-                layer.name,
-                algo.name()
-            );
-            Some([g1, g2])
-        };
-        let direct = gf(ConvAlgo::Direct).expect("direct applies to every conv");
-        let winograd = gf(ConvAlgo::Winograd);
+        let direct = runs[0].gflops(layer.name);
+        let winograd = runs.get(1).map(|r| r.gflops(layer.name));
         flops_all += flops;
         direct_w1 += flops / direct[0];
         direct_w2 += flops / direct[1];
