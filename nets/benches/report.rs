@@ -1,10 +1,11 @@
 //! The `report` pseudo-group: the tables of the README's "Kernels" section, printed as
 //! Markdown (not criterion: each number is the best of several runs, which on a shared
-//! machine is the least noisy statistic). Runs when no filter is given or the filter
-//! contains "report":
+//! machine is the least noisy statistic; the conv table takes its runs in rounds over
+//! every layer, [`ROUNDS`]). Runs when no filter is given or the filter contains "report":
 //!
 //! ```text
 //! cargo bench -p taopipe-nets -- report
+//! TAOPIPE_REPORT_ROUNDS=6 cargo bench -p taopipe-nets -- report   # more rounds
 //! ```
 //!
 //! Every figure is divided by limits measured in the same run: the FMA peak of one core
