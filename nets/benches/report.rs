@@ -252,6 +252,7 @@ pub(crate) fn run_if_selected() {
         direct_w2 / chosen_w2,
     );
 
+    residuals(&rt, rounds);
     tiles(isa, peak);
 
     println!("\n## Fully connected layers (batch 1: memory-bound), GB/s of weights read\n");
@@ -290,6 +291,77 @@ pub(crate) fn run_if_selected() {
             100.0 * gbs(secs[1]) / bw2.copy_gbs,
         );
     }
+}
+
+/// ResNet50's convs that take the fused residual add, and how many of each a frame runs
+/// (`c3` of every bottleneck but a stage's first, whose `ds` takes it instead).
+const RESIDUAL_LAYERS: [(&str, usize); 7] = [
+    ("rn.l1.c3+ds", 3),
+    ("rn.l2.ds.s2", 1),
+    ("rn.l2.c3", 3),
+    ("rn.l3.ds.s2", 1),
+    ("rn.l3.c3", 5),
+    ("rn.l4.ds.s2", 1),
+    ("rn.l4.c3", 2),
+];
+
+/// What the fused residual add costs ResNet50's convs at width 1: each layer without it
+/// and with its residual in a buffer of its own, as in a frame, in the same rounds.
+fn residuals(rt: &Runtime, rounds: usize) {
+    println!("\n## Fused residual add, ResNet50, width 1\n");
+    println!(
+        "Each conv alone and with `relu(conv + bias + residual)` fused into the GEMM's store, the residual a tensor of the output's shape in its own buffer (as a frame holds it). Best over {rounds} rounds of at least {ROUND_SECS} s each.\n"
+    );
+    println!(
+        "| layer | in → out | per frame | alone ms | with residual ms | cost | cost per frame ms |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|");
+    let mut runs: Vec<_> = RESIDUAL_LAYERS
+        .iter()
+        .map(|&(name, count)| {
+            let layer = shapes::RESNET50
+                .iter()
+                .find(|l| l.name == name)
+                .expect("a residual layer is in the ResNet50 table");
+            let (conv, x) = build(layer);
+            let residual: Vec<f32> = (0..conv.out_shape().len())
+                .map(|i| (i % 9) as f32 * 0.1 - 0.4)
+                .collect();
+            let out = conv.out_shape();
+            let fused: Arc<dyn Kernel> = Arc::new(conv.clone().with_residual(true));
+            let gangs = [
+                Gang::new(Arc::new(conv), vec![x.clone()], 1),
+                Gang::new(fused, vec![x, residual], 1),
+            ];
+            (layer, out, count, gangs, [f64::MAX; 2])
+        })
+        .collect();
+    for _ in 0..rounds {
+        for (_, _, _, gangs, best) in &mut runs {
+            for (gang, b) in gangs.iter().zip(best.iter_mut()) {
+                *b = b.min(best_time(&mut || gang.run(rt), ROUND_SECS));
+            }
+        }
+    }
+    let mut total = 0.0;
+    for (layer, out, count, _, [alone, fused]) in &runs {
+        let cost = (fused - alone) * *count as f64;
+        total += cost;
+        println!(
+            "| {} | {} → {} | {count} | {:.3} | {:.3} | {:+.0}% | {:.2} |",
+            layer.name,
+            layer.input,
+            out,
+            alone * 1e3,
+            fused * 1e3,
+            100.0 * (fused / alone - 1.0),
+            cost * 1e3,
+        );
+    }
+    println!(
+        "\nThe fused residual adds **{:.2} ms** to a ResNet50 frame's convs at width 1.",
+        total * 1e3
+    );
 }
 
 /// GEMM shapes (rows × pixels × reduction) of the conv layers that weigh most: VGG16's
