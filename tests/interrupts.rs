@@ -252,6 +252,22 @@ fn sigterm_while_serving_exits_143_with_the_report_alone_on_stdout() {
     assert!(assert_frames_in_order(&json) > 0);
 }
 
+/// Sends SIGINT to a run that is tuning and checks what every such stop must show: exit
+/// 130 with the message, a report at `json` whose search says it was stopped, and no frame
+/// served. Returns the report, how many trials it kept, and the run's stdout.
+fn interrupt_tuning(run: Running, json: &Path) -> (Value, usize, String) {
+    run.signal(libc::SIGINT);
+    let (status, out, err) = run.finish();
+    assert_eq!(status.code(), Some(130), "{status}: {err}");
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+    let json = report(json, &[]);
+    let search = &json["tuning"]["search"];
+    assert_eq!(search["stopped"], "stopped", "{out}");
+    let trials = search["trials"].as_array().expect("trials").len();
+    assert_eq!(json["run"]["frames"], 0, "nothing served after the stop");
+    (json, trials, out)
+}
+
 #[test]
 fn sigint_during_tuning_keeps_the_trials_done_and_serves_nothing() {
     let dir = scratch("sigint-tuning");
@@ -274,19 +290,11 @@ fn sigint_during_tuning_keeps_the_trials_done_and_serves_nothing() {
     let mut run = start("alexnet", &args, Text::Stdout);
     // The trial table's first row: the one-stage candidate is measured.
     run.wait_until("of trial 1", |line| line.trim_start().starts_with("1 "));
-    run.signal(libc::SIGINT);
-    let (status, out, err) = run.finish();
-    assert_eq!(status.code(), Some(130), "{status}: {err}");
-    assert!(err.contains("interrupted by SIGINT"), "{err}");
-    let json = report(&json, &[]);
-    let search = &json["tuning"]["search"];
-    assert_eq!(search["stopped"], "stopped", "{out}");
-    let trials = search["trials"].as_array().expect("trials").len();
+    let (json, trials, out) = interrupt_tuning(run, &json);
     assert!(
         trials >= 1,
         "the trials done are kept (the first was seen): {out}"
     );
-    assert_eq!(json["run"]["frames"], 0, "nothing served after the stop");
     assert_eq!(assert_frames_in_order(&json), 0);
     std::fs::remove_dir_all(dir).ok();
 }
@@ -308,17 +316,9 @@ fn sigint_during_the_main_jobs_vgg16_tuning_exits_130_with_its_trials() {
     run.wait_until("of trial 2", |line| {
         line.trim_start().starts_with("2 ") && line.contains("@{")
     });
-    run.signal(libc::SIGINT);
-    let (status, out, err) = run.finish();
-    assert_eq!(status.code(), Some(130), "{status}: {err}");
-    assert!(err.contains("interrupted by SIGINT"), "{err}");
-    let json = report(&json, &[]);
+    let (json, trials, out) = interrupt_tuning(run, &json);
     assert_eq!(json["net"], "vgg16");
-    let search = &json["tuning"]["search"];
-    assert_eq!(search["stopped"], "stopped", "{out}");
-    let trials = search["trials"].as_array().expect("trials").len();
     assert!((2..20).contains(&trials), "{trials} trials: {out}");
-    assert_eq!(json["run"]["frames"], 0, "nothing served after the stop");
     std::fs::remove_dir_all(dir).ok();
 }
 
