@@ -18,7 +18,7 @@ use std::time::Instant;
 use taopipe_nets::cache::{Blocking, CacheSizes};
 use taopipe_nets::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
 use taopipe_nets::probe::{self, Bandwidth};
-use taopipe_nets::{ConvAlgo, Isa, Kernel, Kernels, Linear, MatMut, Shape};
+use taopipe_nets::{ConvAlgo, Isa, Kernel, Kernels, Linear, MatMut, Residual, Shape};
 use taopipe_runtime::{Place, Runtime};
 
 use crate::conv::build;
@@ -305,17 +305,19 @@ const RESIDUAL_LAYERS: [(&str, usize); 7] = [
     ("rn.l4.c3", 2),
 ];
 
-/// What the fused residual add costs ResNet50's convs at width 1: each layer without it
-/// and with its residual in a buffer of its own, as in a frame, in the same rounds.
+/// What the fused residual add costs ResNet50's convs at width 1: each layer without it,
+/// with its residual in a buffer of its own, and reading it from its own output (what a
+/// frame does where the conv is its shortcut's last reader and the algorithm allows,
+/// `Kernel::in_place_input`), in the same rounds.
 fn residuals(rt: &Runtime, rounds: usize) {
     println!("\n## Fused residual add, ResNet50, width 1\n");
     println!(
-        "Each conv alone and with `relu(conv + bias + residual)` fused into the GEMM's store, the residual a tensor of the output's shape in its own buffer (as a frame holds it). Best over {rounds} rounds of at least {ROUND_SECS} s each.\n"
+        "Each conv alone and with `relu(conv + bias + residual)` fused into the GEMM's store: the residual in a buffer of its own (apart), or read from the output it overwrites (in place; `—` where the reduction is more than one `kc` block, so the frame keeps it apart). Best over {rounds} rounds of at least {ROUND_SECS} s each.\n"
     );
     println!(
-        "| layer | in → out | per frame | alone ms | with residual ms | cost | cost per frame ms |"
+        "| layer | in → out | per frame | alone ms | apart ms | cost | in place ms | cost | cost per frame ms |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut runs: Vec<_> = RESIDUAL_LAYERS
         .iter()
         .map(|&(name, count)| {
@@ -329,11 +331,16 @@ fn residuals(rt: &Runtime, rounds: usize) {
                 .collect();
             let out = conv.out_shape();
             let fused: Arc<dyn Kernel> = Arc::new(conv.clone().with_residual(true));
-            let gangs = [
+            let mut gangs = vec![
                 Gang::new(Arc::new(conv), vec![x.clone()], 1),
-                Gang::new(fused, vec![x, residual], 1),
+                Gang::new(fused.clone(), vec![x.clone(), residual], 1),
             ];
-            (layer, out, count, gangs, [f64::MAX; 2])
+            // In place, the output is the residual of the next run: timing only.
+            if fused.in_place_input() {
+                gangs.push(Gang::new(fused, vec![x], 1));
+            }
+            let best = vec![f64::MAX; gangs.len()];
+            (layer, out, count, gangs, best)
         })
         .collect();
     for _ in 0..rounds {
@@ -344,23 +351,31 @@ fn residuals(rt: &Runtime, rounds: usize) {
         }
     }
     let mut total = 0.0;
-    for (layer, out, count, _, [alone, fused]) in &runs {
-        let cost = (fused - alone) * *count as f64;
-        total += cost;
+    let mut total_apart = 0.0;
+    let ms = |t: f64| format!("{:.3}", t * 1e3);
+    let cost = |t: f64, alone: f64| format!("{:+.0}%", 100.0 * (t / alone - 1.0));
+    for (layer, out, count, _, best) in &runs {
+        let (alone, apart, in_place) = (best[0], best[1], best.get(2).copied());
+        let frame = in_place.unwrap_or(apart);
+        total += (frame - alone) * *count as f64;
+        total_apart += (apart - alone) * *count as f64;
         println!(
-            "| {} | {} → {} | {count} | {:.3} | {:.3} | {:+.0}% | {:.2} |",
+            "| {} | {} → {} | {count} | {} | {} | {} | {} | {} | {:.2} |",
             layer.name,
             layer.input,
             out,
-            alone * 1e3,
-            fused * 1e3,
-            100.0 * (fused / alone - 1.0),
-            cost * 1e3,
+            ms(alone),
+            ms(apart),
+            cost(apart, alone),
+            in_place.map_or("—".into(), ms),
+            in_place.map_or("—".into(), |t| cost(t, alone)),
+            (frame - alone) * *count as f64 * 1e3,
         );
     }
     println!(
-        "\nThe fused residual adds **{:.2} ms** to a ResNet50 frame's convs at width 1.",
-        total * 1e3
+        "\nThe fused residual adds **{:.2} ms** to a ResNet50 frame's convs at width 1 as a frame runs them (in place where it can), against {:.2} ms with every residual apart.",
+        total * 1e3,
+        total_apart * 1e3
     );
 }
 
@@ -406,7 +421,7 @@ fn gemm_gflops(kernels: &Kernels, m: usize, n: usize, k: usize) -> f64 {
     let mut c = vec![0.0f32; m * n];
     let epilogue = BlockEpilogue {
         bias: &bias,
-        residual: None,
+        residual: Residual::None,
         relu: true,
     };
     let secs = best_time(

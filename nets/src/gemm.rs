@@ -20,7 +20,7 @@
 use std::ops::Range;
 
 use crate::cache::Blocking;
-use crate::simd::{Epilogue, Kernels, MatMut, MatRef};
+use crate::simd::{Epilogue, Kernels, MatMut, Residual};
 
 /// A row-major `rows × kdim` matrix packed into panels of `MR` rows, rows past the end
 /// zero, block by block of the reduction: for each `kc` block, every panel's `kc × MR`
@@ -114,8 +114,9 @@ pub fn packed_b_len(kdim: usize, panels: usize, nr: usize) -> usize {
 pub struct BlockEpilogue<'a> {
     /// One per row of the block.
     pub bias: &'a [f32],
-    /// As big as the block, if any.
-    pub residual: Option<MatRef<'a>>,
+    /// What to add: a matrix as big as the block, or the block itself (then `a` must
+    /// have been packed with the whole reduction in one `kc` block).
+    pub residual: Residual<'a>,
     /// Clamp at zero.
     pub relu: bool,
 }
@@ -146,6 +147,11 @@ pub fn gemm(
     assert!(b.len() >= packed_b_len(kdim, panels, nr), "B too short");
     if let Some(e) = epilogue {
         assert!(e.bias.len() >= rows.len(), "bias too short");
+        assert!(
+            !matches!(e.residual, Residual::InPlace) || kdim <= a.kc,
+            "an in-place residual needs the reduction ({kdim}) in one kc block ({})",
+            a.kc
+        );
     }
     let (kc, mc) = (a.kc, blocking.mc.max(mr));
     let apanels_total = a.rows.div_ceil(mr);
@@ -171,7 +177,7 @@ pub fn gemm(
                 let bpanel = &b[(jp * kdim + k0) * nr..(jp + 1) * kdim * nr];
                 let e = epilogue.filter(|_| last).map(|e| Epilogue {
                     bias: &e.bias[i0..i0 + h],
-                    residual: e.residual.map(|r| r.sub(i0, j0, h, w)),
+                    residual: e.residual.sub(i0, j0, h, w),
                     relu: e.relu,
                 });
                 let mut tile = c.sub(i0, j0, h, w);

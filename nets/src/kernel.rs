@@ -92,6 +92,15 @@ pub trait Kernel: Send + Sync + fmt::Debug {
         1
     }
 
+    /// Whether the layer may be run without its last input, which it then finds in its
+    /// own output: what the output holds when the layer starts, each element read before
+    /// the layer overwrites it. A conv with a fused residual add says so where its
+    /// algorithm allows; the memory plan then gives it its shortcut's buffer when it is the
+    /// shortcut's last reader, so the add reads and writes the same cache lines.
+    fn in_place_input(&self) -> bool {
+        false
+    }
+
     /// The input shape the layer was built for.
     fn in_shape(&self) -> Shape;
 

@@ -66,7 +66,7 @@ pub use crate::kernel::{ChunkPlan, ITEMS_PER_RANK, Kernel, Scratch, TARGET_CHUNK
 pub use crate::layer_times::LayerTime;
 pub use crate::model::{BuildOptions, Model, ModelError, torch_name};
 pub use crate::pool::{Pool2d, PoolKind, PoolParams};
-pub use crate::simd::{Epilogue, Isa, IsaError, Kernels, MatMut, MatRef};
+pub use crate::simd::{Epilogue, Isa, IsaError, Kernels, MatMut, MatRef, Residual};
 pub use crate::softmax::Softmax;
 pub use crate::split::{CHANNEL_LOCAL, Chain, LayerSplit, SplitError, SplitPlan};
 pub use crate::tensor::{Shape, Tensor};

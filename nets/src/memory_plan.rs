@@ -24,6 +24,13 @@
 //! contiguous range of layers, so each of those layers is in the writer's own stage (an
 //! edge) or in an earlier stage, which has finished with this frame before the stage runs.
 //!
+//! # Residuals in place
+//! A conv with a fused residual add that is its shortcut's last reader takes the
+//! shortcut's buffer and reads the residual from its own output
+//! ([`Kernel::in_place_input`](crate::Kernel::in_place_input)), so the add reads and writes
+//! the same cache lines instead of twice as many. It waits for the shortcut's other
+//! readers, as any layer taking a buffer does.
+//!
 //! The layers' [`Workspace`](crate::Workspace)s work the same way: one per frame, as long
 //! as the longest any layer asks for, and each layer that uses it runs after the previous
 //! one that did.
@@ -34,11 +41,13 @@ use taopipe_dsl::Source;
 #[derive(Clone, Debug)]
 pub(crate) enum PlanStep<'a> {
     /// A task writing `len` floats, reading `reads` (resolved: no aliases among them),
-    /// asking for a workspace of `workspace` floats (0: none).
+    /// asking for a workspace of `workspace` floats (0: none); with `in_place`, able to
+    /// write over its last read ([`crate::Kernel::in_place_input`]).
     Task {
         len: usize,
         reads: &'a [Source],
         workspace: usize,
+        in_place: bool,
     },
     /// No task: the layer's tensor is this (resolved) source's.
     Alias(Source),
@@ -57,6 +66,8 @@ pub(crate) struct MemoryPlan {
     after: Vec<Vec<usize>>,
     /// Per layer: whether its tensor is still in its buffer when the frame has run.
     kept: Vec<bool>,
+    /// Per layer: whether it writes over its last read's tensor, in that tensor's buffer.
+    in_place: Vec<bool>,
     /// Floats of each of the workspace's two buffers (0: no layer uses one).
     workspace_len: usize,
 }
@@ -96,6 +107,7 @@ impl MemoryPlan {
             sizes: Vec::new(),
             after: vec![Vec::new(); n],
             kept: vec![true; n],
+            in_place: vec![false; n],
             workspace_len: 0,
         };
         // The task living in each buffer now, and the buffers free after each layer.
@@ -111,21 +123,38 @@ impl MemoryPlan {
                         plan.len[i] = plan.len[p];
                     }
                 }
-                &PlanStep::Task { len, workspace, .. } => {
-                    let b = match share.then(|| best_fit(&free, &plan.sizes, len)).flatten() {
-                        Some(at) => {
-                            let b = free.swap_remove(at);
-                            let previous = tenant[b];
-                            plan.after[i].push(previous);
-                            plan.after[i].extend(&readers[previous]);
-                            tenant[b] = i;
-                            b
-                        }
-                        None => {
-                            plan.sizes.push(0);
-                            tenant.push(i);
-                            plan.sizes.len() - 1
-                        }
+                &PlanStep::Task {
+                    len,
+                    reads,
+                    workspace,
+                    in_place,
+                } => {
+                    let over = (share && in_place)
+                        .then(|| overwritable(reads, &producer, &readers, i, output))
+                        .flatten()
+                        .filter(|&p| plan.len[p] == len);
+                    let fit = || share.then(|| best_fit(&free, &plan.sizes, len)).flatten();
+                    let b = if let Some(p) = over {
+                        // The last read's buffer, which it would have freed after this
+                        // layer; its other readers run first.
+                        let b = plan.buffer[p].expect("a task's tensor has a buffer");
+                        frees_after[i].retain(|&f| f != b);
+                        plan.after[i].push(p);
+                        plan.after[i].extend(readers[p].iter().filter(|&&r| r != i));
+                        plan.in_place[i] = true;
+                        tenant[b] = i;
+                        b
+                    } else if let Some(at) = fit() {
+                        let b = free.swap_remove(at);
+                        let previous = tenant[b];
+                        plan.after[i].push(previous);
+                        plan.after[i].extend(&readers[previous]);
+                        tenant[b] = i;
+                        b
+                    } else {
+                        plan.sizes.push(0);
+                        tenant.push(i);
+                        plan.sizes.len() - 1
                     };
                     plan.sizes[b] = plan.sizes[b].max(len);
                     plan.buffer[i] = Some(b);
@@ -187,6 +216,32 @@ impl MemoryPlan {
     pub(crate) fn workspace_len(&self) -> usize {
         self.workspace_len
     }
+
+    /// Whether layer `index` writes over its last read, in that tensor's buffer: it runs
+    /// without that input and finds it in its output.
+    pub(crate) fn in_place(&self, index: usize) -> bool {
+        self.in_place[index]
+    }
+}
+
+/// The producer of task `i`'s last read, if `i` may overwrite it: `i` is its last reader
+/// and reads it once, it is a task's tensor (not the frame's input) and not the net's
+/// output.
+fn overwritable(
+    reads: &[Source],
+    producer: &[Option<usize>],
+    readers: &[Vec<usize>],
+    i: usize,
+    output: Option<usize>,
+) -> Option<usize> {
+    let (Source::Layer(last), rest) = reads.split_last()? else {
+        return None;
+    };
+    let p = producer[*last]?;
+    let read_again = rest
+        .iter()
+        .any(|s| matches!(s, Source::Layer(j) if producer[*j] == Some(p)));
+    (readers[p].last() == Some(&i) && !read_again && Some(p) != output).then_some(p)
 }
 
 /// The index in `free` of the smallest buffer at least `len` long, else of the longest.

@@ -443,6 +443,32 @@ impl Model {
         self.memory.after(index)
     }
 
+    /// Whether layer `index` reads its residual from its own output: a conv with a fused
+    /// residual add that writes over its shortcut's buffer, being its last reader (see
+    /// [`crate::memory_plan`]). Its task gets every input but that last one.
+    ///
+    /// ```
+    /// use taopipe_nets::{Model, RandomWeights, zoo};
+    /// let model = Model::build(zoo::resnet50()?, &RandomWeights { seed: 1 })?;
+    /// let convs = (0..model.spec().len()).filter(|&i| model.in_place(i)).count();
+    /// assert!(convs > 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn in_place(&self, index: usize) -> bool {
+        index < self.steps.len() && self.memory.in_place(index)
+    }
+
+    /// How many layers read their residual in place ([`Model::in_place`]).
+    pub fn in_place_layers(&self) -> usize {
+        (0..self.steps.len()).filter(|&i| self.in_place(i)).count()
+    }
+
+    /// The inputs layer `index`'s task is given, of its sources `inputs`: all but an
+    /// in-place residual.
+    pub(crate) fn task_inputs<'s>(&self, index: usize, inputs: &'s [Source]) -> &'s [Source] {
+        &inputs[..inputs.len() - usize::from(self.in_place(index))]
+    }
+
     /// The layer whose task writes the net's output (the last layer, or the one it aliases);
     /// `None` when the output is the input itself.
     pub(crate) fn output_producer(&self) -> Option<usize> {
@@ -641,7 +667,11 @@ impl Model {
             let Step::Run { kernel, inputs } = &self.steps[i] else {
                 continue;
             };
-            let sources: Vec<TensorBuf> = inputs.iter().map(|&s| frame.buffer(s).clone()).collect();
+            let sources: Vec<TensorBuf> = self
+                .task_inputs(i, inputs)
+                .iter()
+                .map(|&s| frame.buffer(s).clone())
+                .collect();
             let task = layer_task(
                 kernel.clone(),
                 sources,
@@ -760,6 +790,7 @@ fn memory_plan(steps: &[Step], input_len: usize, share: bool) -> MemoryPlan {
                 len: kernel.out_shape().len(),
                 reads: inputs,
                 workspace: kernel.workspace_len(),
+                in_place: kernel.in_place_input(),
             },
             Step::Alias(source) => PlanStep::Alias(resolve(steps, *source)),
         })

@@ -28,7 +28,10 @@
 //!
 //! Kernels read whole input tensors, and a [`SharedSlice`] cannot be read while another
 //! task writes part of it, so the two sides of an interior tensor live in two buffers:
-//! place `a` writes the frame's, place `b` a private one. After a split graph
+//! place `a` writes the frame's, place `b` a private one. A layer that reads its residual
+//! in place (see [`crate::memory_plan`]) is never interior: both of its sides must write
+//! where the residual is, the frame's buffer. (Its shortcut is not interior either: a
+//! conv reads it.) After a split graph
 //! [`Frame::layer_output`] of an interior layer therefore holds only `a`'s channels; every
 //! other layer's output, and the net's, is complete.
 //!
@@ -333,6 +336,7 @@ impl Model {
                     return false;
                 };
                 Some(p) != output
+                    && !self.in_place(p)
                     && !readers[p].is_empty()
                     && readers[p].iter().all(|&r| {
                         chain_of(r) == Some(chain)
@@ -479,7 +483,11 @@ impl Model {
                     }
                     other => frame.buffer(other).clone(),
                 };
-                let sources = inputs.iter().map(|&s| buffer(s)).collect();
+                let sources = self
+                    .task_inputs(i, inputs)
+                    .iter()
+                    .map(|&s| buffer(s))
+                    .collect();
                 let place = [plan.a, plan.b][half as usize];
                 let output = buffer(Source::Layer(i)).buffer;
                 let task = side_task(kernel.clone(), sources, output, chunks)

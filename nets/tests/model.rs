@@ -44,6 +44,11 @@ fn assert_width_identical(spec: NetSpec) {
         model.frame_floats() < kept.frame_floats(),
         "{name}: the plan shares no buffer"
     );
+    assert_eq!(
+        kept.in_place_layers(),
+        0,
+        "{name}: kept outputs overwritten"
+    );
     let rt = Runtime::builder().workers(3).build().expect("runtime");
     let x = input(model.input_len(), 5);
     let one = model
@@ -92,6 +97,14 @@ fn alexnet_is_bit_identical_at_every_width() {
 fn resnet50_is_bit_identical_at_every_width() {
     let spec = zoo::resnet50().expect("resnet50");
     assert_eq!(spec.units().len(), 52);
+    // Of the 16 residual convs (1×1, reductions of 64 to 512), those whose reduction is one
+    // `kc` block read their shortcut in place: layer1's at least, on every machine.
+    let model = Model::build(spec.clone(), &RandomWeights { seed: 1 }).expect("model builds");
+    let in_place = model.in_place_layers();
+    assert!(
+        (3..=16).contains(&in_place),
+        "{in_place} residuals in place"
+    );
     assert_width_identical(spec);
 }
 

@@ -144,6 +144,13 @@ const RATIOS: [f64; 6] = [0.0, 0.1, 0.37, 0.5, 0.8, 1.0];
 #[test]
 fn every_kernel_type_splits_bit_identically_at_every_ratio() {
     let models = models(every_kernel(), 3);
+    // b2_down, with b2_add fused, is b2_bn2's last reader: it writes over that buffer, and
+    // its split sides must both read the residual there.
+    assert_eq!(
+        models.each_ref().map(Model::in_place_layers),
+        [0, 1],
+        "kept, shared"
+    );
     let model = &models[0];
     let rt = Runtime::builder().workers(3).build().expect("runtime");
     let x = input(model.input_len(), 7);

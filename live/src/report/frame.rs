@@ -22,6 +22,9 @@ pub struct FrameReport {
     /// Activation buffers one frame holds, in MB (10⁶ bytes): the memory plan's, or one
     /// per layer with `keep_outputs`.
     pub frame_buffer_mb: f64,
+    /// Residual convs that write over their shortcut's buffer and read the residual from it
+    /// ([`Model::in_place_layers`](taopipe_nets::Model::in_place_layers)).
+    pub residuals_in_place: usize,
     /// Workers of the runtime.
     pub workers: usize,
     /// Workers of the place every layer ran on.
@@ -148,6 +151,7 @@ impl FrameReport {
             units: model.spec().units().len(),
             gflop_per_frame: gflop,
             frame_buffer_mb: model.frame_floats() as f64 * 4e-6,
+            residuals_in_place: model.in_place_layers(),
             workers,
             width: place.width(),
             place: place.to_string(),

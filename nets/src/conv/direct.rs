@@ -13,7 +13,7 @@ use std::ops::Range;
 use super::{Conv2dParams, Engine};
 use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
-use crate::simd::{Kernels, MatMut, MatRef, copy_runs, zero_runs};
+use crate::simd::{Kernels, MatMut, copy_runs, zero_runs};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, split_range};
 
@@ -236,21 +236,4 @@ impl Engine for Direct {
     fn packed_weights(&self) -> usize {
         self.weights.len()
     }
-}
-
-/// The residual of `channels` × `pixels` (when fused) as the GEMM wants it.
-pub(super) fn residual_view<'a>(
-    residual: Option<&'a [f32]>,
-    plane: usize,
-    channels: &Range<usize>,
-    pixels: &Range<usize>,
-) -> Option<MatRef<'a>> {
-    residual.map(|r| {
-        MatRef::from_slice(r, plane, r.len() / plane, plane).sub(
-            channels.start,
-            pixels.start,
-            channels.len(),
-            pixels.len(),
-        )
-    })
 }

@@ -34,7 +34,6 @@ use std::ops::Range;
 use taopipe_runtime::{Rect, SharedSlice, TaskCtx, split_range};
 
 use super::Conv2d;
-use super::direct::residual_view;
 use crate::gemm::BlockEpilogue;
 use crate::kernel::{ITEMS_PER_RANK, Scratch, Workspace};
 use crate::simd::MatMut;
@@ -181,7 +180,7 @@ impl Conv2d {
             .expect("ranks write disjoint tiles of a layer");
         let epilogue = BlockEpilogue {
             bias: &self.bias[channels.clone()],
-            residual: residual_view(inputs.get(1).copied(), plane, &channels, &pixels),
+            residual: self.residual_of(inputs, &channels, &pixels),
             relu: self.params.relu,
         };
         self.engine.compute(

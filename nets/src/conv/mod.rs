@@ -32,7 +32,7 @@ use crate::cache::{Blocking, CacheSizes};
 use crate::error::KernelError;
 use crate::gemm::BlockEpilogue;
 use crate::kernel::{ChunkPlan, Kernel, Scratch, Workspace};
-use crate::simd::{Isa, Kernels, MatMut};
+use crate::simd::{Isa, Kernels, MatMut, MatRef, Residual};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, SharedSlice, TaskCtx};
 
@@ -40,7 +40,7 @@ mod direct;
 mod gang;
 pub mod winograd;
 
-use direct::{Direct, residual_view};
+use direct::Direct;
 use winograd::Winograd;
 
 /// Hyperparameters of a convolution.
@@ -517,13 +517,15 @@ impl Conv2d {
         self.engine.packed_weights()
     }
 
-    /// Checks the input count and lengths (a caller bug, not user input, when wrong).
+    /// Checks the input count and lengths (a caller bug, not user input, when wrong): the
+    /// residual may be left out where it can be read in place.
     fn check_inputs(&self, inputs: &[&[f32]]) {
-        assert_eq!(
-            inputs.len(),
+        let least = self.arity() - usize::from(self.in_place_input());
+        assert!(
+            (least..=self.arity()).contains(&inputs.len()),
+            "conv: expected {} inputs, got {}",
             self.arity(),
-            "conv: expected {} inputs",
-            self.arity()
+            inputs.len()
         );
         assert_eq!(inputs[0].len(), self.in_shape.len(), "conv: input length");
         if let Some(r) = inputs.get(1) {
@@ -531,12 +533,30 @@ impl Conv2d {
         }
     }
 
+    /// The residual the epilogue adds to `channels` × `pixels`: the second input's, the
+    /// output's own (a residual conv run without that input), or none.
+    fn residual_of<'a>(
+        &self,
+        inputs: &[&'a [f32]],
+        channels: &Range<usize>,
+        pixels: &Range<usize>,
+    ) -> Residual<'a> {
+        match inputs.get(1) {
+            Some(r) => {
+                let plane = self.out_shape.plane();
+                let m = MatRef::from_slice(r, plane, r.len() / plane, plane);
+                Residual::From(m.sub(channels.start, pixels.start, channels.len(), pixels.len()))
+            }
+            None if self.residual => Residual::InPlace,
+            None => Residual::None,
+        }
+    }
+
     /// Computes output channels `channels` of every block into
     /// `out` (`channels.len()` rows of the output plane), packing each block into scratch.
     fn run_channels(
         &self,
-        x: &[f32],
-        residual: Option<&[f32]>,
+        inputs: &[&[f32]],
         channels: Range<usize>,
         out: &mut [f32],
         scratch: &mut Scratch,
@@ -550,11 +570,12 @@ impl Conv2d {
         let (packed, work) = scratch.take(packed_len + work_len).split_at_mut(packed_len);
         let mut view = MatMut::from_slice(out, plane, channels.len(), plane);
         for block in 0..self.engine.blocks() {
-            self.engine.pack(self.kernels, x, block, packed, work);
+            self.engine
+                .pack(self.kernels, inputs[0], block, packed, work);
             let pixels = self.engine.block_pixels(block);
             let epilogue = BlockEpilogue {
                 bias: &self.bias[channels.clone()],
-                residual: residual_view(residual, plane, &channels, &pixels),
+                residual: self.residual_of(inputs, &channels, &pixels),
                 relu: self.params.relu,
             };
             let mut tile = view.sub(0, pixels.start, channels.len(), pixels.len());
@@ -586,6 +607,19 @@ impl Kernel for Conv2d {
 
     fn arity(&self) -> usize {
         1 + usize::from(self.residual)
+    }
+
+    /// A fused residual can be read from the output: Winograd's transforms write the
+    /// output only at the end; the direct path when the whole reduction is one `kc` block
+    /// (otherwise C holds partial sums before the epilogue).
+    fn in_place_input(&self) -> bool {
+        self.residual
+            && match self.algo {
+                ConvAlgo::Winograd => true,
+                ConvAlgo::Direct => {
+                    self.params.weight_len() / self.params.out_channels <= self.blocking.kc
+                }
+            }
     }
 
     fn in_shape(&self) -> Shape {
@@ -656,7 +690,7 @@ impl Kernel for Conv2d {
         }
         let channels = self.chunks.channels_of(chunks.start).start
             ..self.chunks.channels_of(chunks.end - 1).end;
-        self.run_channels(inputs[0], inputs.get(1).copied(), channels, out, scratch);
+        self.run_channels(inputs, channels, out, scratch);
     }
 }
 

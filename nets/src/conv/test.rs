@@ -222,15 +222,56 @@ fn fused_residual_equals_conv_then_add() {
                 };
                 let got = fused_relu.forward(&[&x, &r], &mut Scratch::new());
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                assert_eq!(
-                    bits(&got),
-                    bits(&want),
-                    "{} {} relu {relu}",
-                    plain.algo().name(),
-                    plain.isa()
-                );
+                let what = format!("{} {} relu {relu}", plain.algo().name(), plain.isa());
+                assert_eq!(bits(&got), bits(&want), "{what}");
                 assert_bit_identical(&fused_relu, &[&x, &r]);
+                // Run without the residual input, on an output that holds it: the same
+                // bits, chunk by chunk.
+                if fused_relu.in_place_input() {
+                    let mut own = r.clone();
+                    for chunk in 0..fused_relu.chunks() {
+                        let range = fused_relu.chunk_range(chunk);
+                        let out = &mut own[range];
+                        fused_relu.compute_chunk(&[&x], chunk, out, &mut Scratch::new());
+                    }
+                    assert_eq!(bits(&own), bits(&want), "{what} in place");
+                }
             }
+        }
+    }
+}
+
+/// Which fused residuals can be read from the output: Winograd's always (its transforms
+/// write the output last), the direct path's when the reduction is one `kc` block; a conv
+/// that cannot must be given its residual.
+#[test]
+fn residuals_in_place_where_the_output_still_holds_them() {
+    let input = Shape::new(64, 8, 8);
+    let (conv, x) = random_conv(Conv2dParams::new(64, 32, 3, 1, 1), input, 9);
+    for c in variants(&conv) {
+        let kc = c.blocking.kc;
+        let fused = c.with_residual(true);
+        let want = match fused.algo() {
+            ConvAlgo::Winograd => true,
+            ConvAlgo::Direct => 64 * 9 <= kc,
+        };
+        assert_eq!(
+            fused.in_place_input(),
+            want,
+            "{} {}",
+            fused.algo().name(),
+            fused.isa()
+        );
+        assert!(!fused.clone().with_residual(false).in_place_input());
+        if !want {
+            let mut out = vec![0.0; fused.out_shape().len()];
+            let run = std::panic::AssertUnwindSafe(|| {
+                fused.compute_chunks(&[&x], 0..fused.chunks(), &mut out, &mut Scratch::new())
+            });
+            assert!(
+                std::panic::catch_unwind(run).is_err(),
+                "one input where two are needed"
+            );
         }
     }
 }
@@ -397,12 +438,19 @@ fn gangs_of_every_width_are_bit_identical() {
                 .unwrap();
                 let got = out.read().unwrap().to_vec();
                 let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                assert!(
-                    bits(&got) == bits(&want),
-                    "{p:?} {} {} width {width}",
-                    c.algo().name(),
-                    c.isa()
-                );
+                let what = format!("{p:?} {} {} width {width}", c.algo().name(), c.isa());
+                assert!(bits(&got) == bits(&want), "{what}");
+                if c.in_place_input() {
+                    // The residual read from the output the gang writes.
+                    let own = Arc::new(SharedSlice::new(r.clone()));
+                    let ws = Arc::new(Workspace::new());
+                    let (cc, o, xx) = (c.clone(), own.clone(), x.clone());
+                    rt.run_on(Place::new(0, width), move |ctx| {
+                        cc.run_rank(ctx, &[&xx], &o, &ws, &mut Scratch::new());
+                    })
+                    .unwrap();
+                    assert!(bits(&own.read().unwrap()) == bits(&want), "{what} in place");
+                }
                 let shared =
                     Schedule::choose(c.blocks(), p.out_channels.div_ceil(c.kernels.mr), width)
                         == Schedule::Shared;

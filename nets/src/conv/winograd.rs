@@ -36,7 +36,7 @@ use super::{Conv2dParams, Engine};
 use crate::activation;
 use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
-use crate::simd::{Kernels, MatMut};
+use crate::simd::{Kernels, MatMut, Residual};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, split_range};
 
@@ -272,7 +272,7 @@ impl Engine for Winograd {
             }
             let e = BlockEpilogue {
                 bias: &epilogue.bias[s0..s0 + n],
-                residual: epilogue.residual.map(|r| r.sub(s0, 0, n, r.cols())),
+                residual: epilogue.residual.sub(s0, 0, n, out.cols()),
                 relu: epilogue.relu,
             };
             let mut dst = out.sub(s0, 0, n, out.cols());
@@ -452,7 +452,15 @@ pub(crate) fn output_block(
     let (q, orow) = work[..output_work_len(tiles, tw)].split_at_mut(M * T * tiles);
     for ch in 0..n {
         let bias = e.bias[ch];
-        let residual = e.residual.map(|r| r.row(ch));
+        let residual = match e.residual {
+            Residual::From(r) => Some(r.row(ch)),
+            _ => None,
+        };
+        let in_place = matches!(e.residual, Residual::InPlace);
+        let with_residual = |y: f32, r: f32| {
+            let v = (y + bias) + r;
+            if e.relu { activation::relu(v) } else { v }
+        };
         let dst = out.row_mut(ch);
         // Along y for every tile of the block: q[ii][jj][t] = Aᵀ[ii] · m[·][jj][t].
         for jj in 0..T {
@@ -492,18 +500,22 @@ pub(crate) fn output_block(
                 let d = &mut dst[at..at + g.ow];
                 let y = &row[..g.ow];
                 match (residual, e.relu) {
+                    (Some(r), _) => {
+                        let r = &r[at..at + g.ow];
+                        for ((d, &y), &r) in d.iter_mut().zip(y).zip(r) {
+                            *d = with_residual(y, r);
+                        }
+                    }
+                    // The output holds the residual: read each element, then overwrite it.
+                    _ if in_place => d
+                        .iter_mut()
+                        .zip(y)
+                        .for_each(|(d, &y)| *d = with_residual(y, *d)),
                     (None, false) => d.iter_mut().zip(y).for_each(|(d, &y)| *d = y + bias),
                     (None, true) => {
                         d.iter_mut()
                             .zip(y)
                             .for_each(|(d, &y)| *d = activation::relu(y + bias));
-                    }
-                    (Some(r), relu) => {
-                        let r = &r[at..at + g.ow];
-                        for ((d, &y), &r) in d.iter_mut().zip(y).zip(r) {
-                            let v = (y + bias) + r;
-                            *d = if relu { activation::relu(v) } else { v };
-                        }
                     }
                 }
             }

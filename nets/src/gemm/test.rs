@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::cache::CacheSizes;
-use crate::simd::Isa;
+use crate::simd::{Isa, MatRef, Residual};
 use crate::test_util::{proptest_config, random_vec};
 
 /// Packs row-major `b` (`kdim × cols`) into panels.
@@ -45,10 +45,21 @@ proptest! {
                 let mut c = vec![f32::NAN; rows.len() * n];
                 let e = BlockEpilogue {
                     bias: &bias[rows.clone()],
-                    residual: residual.then(|| MatRef::from_slice(&res[rows.start * n..], n, rows.len(), n)),
+                    residual: if residual {
+                        Residual::From(MatRef::from_slice(&res[rows.start * n..], n, rows.len(), n))
+                    } else {
+                        Residual::None
+                    },
                     relu,
                 };
                 gemm(k, &blocking, &pa, rows.clone(), &pb, &mut MatMut::from_slice(&mut c, n, rows.len(), n), Some(&e));
+                if residual && kdim <= blocking.kc {
+                    // Read from C itself: the same bits.
+                    let mut own = res[rows.start * n..].to_vec();
+                    let e = BlockEpilogue { residual: Residual::InPlace, ..e };
+                    gemm(k, &blocking, &pa, rows.clone(), &pb, &mut MatMut::from_slice(&mut own, n, rows.len(), n), Some(&e));
+                    prop_assert!(own.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{k}: in place");
+                }
                 for (ri, r) in rows.clone().enumerate() {
                     for j in 0..n {
                         let mut v: f64 = (0..kdim).map(|p| f64::from(a[r * kdim + p]) * f64::from(b[p * n + j])).sum();
@@ -65,4 +76,23 @@ proptest! {
             prop_assert_eq!(bits(&results[0]), bits(&results[1]));
         }
     }
+}
+
+/// C holds partial sums between `kc` blocks, so a residual cannot be read from it then.
+#[test]
+#[should_panic(expected = "in one kc block")]
+fn an_in_place_residual_needs_one_kc_block() {
+    let k = Isa::Portable.kernels();
+    let blocking = Blocking::new(k, CacheSizes::DEFAULT);
+    let kdim = blocking.kc + 1;
+    let pa = PackedA::from_rows(k.mr, blocking.kc, k.mr, kdim, &vec![1.0; k.mr * kdim]);
+    let pb = vec![1.0; packed_b_len(kdim, 1, k.nr)];
+    let mut c = vec![0.0; k.mr * k.nr];
+    let e = BlockEpilogue {
+        bias: &[0.0; 64][..k.mr],
+        residual: Residual::InPlace,
+        relu: false,
+    };
+    let mut view = MatMut::from_slice(&mut c, k.nr, k.mr, k.nr);
+    gemm(k, &blocking, &pa, 0..k.mr, &pb, &mut view, Some(&e));
 }

@@ -8,7 +8,73 @@ fn task(len: usize, reads: &[Source]) -> PlanStep<'_> {
         len,
         reads,
         workspace: 0,
+        in_place: false,
     }
+}
+
+/// A task that may write over its last read (a residual conv).
+fn over(len: usize, reads: &[Source]) -> PlanStep<'_> {
+    PlanStep::Task {
+        len,
+        reads,
+        workspace: 0,
+        in_place: true,
+    }
+}
+
+#[test]
+fn a_residual_conv_takes_its_shortcut_buffer() {
+    // A ResNet block: 0 the shortcut, 1 and 2 its branch, 3 = conv(2) + 0, then a reader.
+    let reads = [
+        vec![Source::Input],
+        vec![Source::Layer(0)],
+        vec![Source::Layer(1)],
+        vec![Source::Layer(2), Source::Layer(0)],
+        vec![Source::Layer(3)],
+    ];
+    let steps: Vec<_> = reads
+        .iter()
+        .enumerate()
+        .map(|(i, r)| if i == 3 { over(8, r) } else { task(8, r) })
+        .collect();
+    let plan = MemoryPlan::new(&steps, 8, true);
+    assert!(plan.in_place(3) && (0..5).filter(|&i| i != 3).all(|i| !plan.in_place(i)));
+    assert_eq!(plan.buffer(3), plan.buffer(0));
+    // It waits for the shortcut and its other reader.
+    assert!(plan.after(3).contains(&0) && plan.after(3).contains(&1));
+    assert!(!plan.kept(0) && plan.kept(3));
+    // Layer 4 may not take the buffer layer 3 lives in.
+    assert_ne!(plan.buffer(4), plan.buffer(3));
+    // Without sharing, no layer writes over another's tensor.
+    let apart = MemoryPlan::new(&steps, 8, false);
+    assert!(!apart.in_place(3) && apart.buffer(3) != apart.buffer(0));
+}
+
+#[test]
+fn a_shortcut_is_overwritten_only_by_its_last_single_read() {
+    let check = |reads: &[Vec<Source>], want: bool| {
+        let last = reads.len() - 1;
+        let steps: Vec<_> = reads
+            .iter()
+            .enumerate()
+            .map(|(i, r)| if i == 2 { over(8, r) } else { task(8, r) })
+            .collect();
+        let plan = MemoryPlan::new(&steps, 8, true);
+        assert_eq!(plan.in_place(2), want, "{reads:?}");
+        assert!(plan.kept(last));
+    };
+    let (x, l) = (Source::Input, Source::Layer);
+    // The shortcut is read again after the residual layer.
+    check(
+        &[vec![x], vec![l(0)], vec![l(1), l(0)], vec![l(0), l(2)]],
+        false,
+    );
+    // The layer reads the shortcut twice (as its input too).
+    check(&[vec![x], vec![l(0)], vec![l(0), l(0)], vec![l(2)]], false);
+    // The shortcut is the frame's input.
+    check(&[vec![x], vec![l(0)], vec![l(1), x], vec![l(2)]], false);
+    // The plain case.
+    check(&[vec![x], vec![l(0)], vec![l(1), l(0)], vec![l(2)]], true);
 }
 
 #[test]
@@ -74,6 +140,7 @@ fn workspace_users_run_one_after_another() {
             len: 4,
             reads,
             workspace: [3, 0, 7][i],
+            in_place: false,
         })
         .collect();
     let plan = MemoryPlan::new(&steps, 4, true);
@@ -83,12 +150,14 @@ fn workspace_users_run_one_after_another() {
 }
 
 /// Random nets: each layer a task reading one or two earlier tensors (or the input), or an
-/// alias of an earlier one.
-fn nets() -> impl Strategy<Value = Vec<(bool, usize, Vec<usize>)>> {
+/// alias of an earlier one; a task may be able to write over its last read. Lengths come
+/// from few values, so that some tasks can.
+fn nets() -> impl Strategy<Value = Vec<(bool, bool, usize, Vec<usize>)>> {
     prop::collection::vec(
         (
             any::<bool>(),
-            1usize..40,
+            any::<bool>(),
+            prop::sample::select(vec![3usize, 8, 8, 8, 20]),
             prop::collection::vec(any::<prop::sample::Index>(), 1..=2),
         ),
         1..30,
@@ -97,10 +166,10 @@ fn nets() -> impl Strategy<Value = Vec<(bool, usize, Vec<usize>)>> {
         layers
             .into_iter()
             .enumerate()
-            .map(|(i, (alias, len, picks))| {
+            .map(|(i, (alias, in_place, len, picks))| {
                 // Source index i means the input; j < i a layer.
                 let reads = picks.iter().map(|p| p.index(i + 1)).collect();
-                (alias && i > 0, len, reads)
+                (alias && i > 0, in_place, len, reads)
             })
             .collect()
     })
@@ -110,17 +179,18 @@ proptest! {
     /// Whatever the net: every buffer fits its tenants; a tensor's buffer is taken over
     /// only by a layer that the graph (data edges and `after`) orders after every reader
     /// of the tensor; the net's output is kept; and running the layers in order, every
-    /// read finds its producer's tensor intact.
+    /// read finds its producer's tensor intact (a layer writing in place finds its last
+    /// read in its own buffer).
     #[test]
     fn reuse_never_clobbers_a_live_tensor(net in nets()) {
         let sources = |reads: &[usize]| -> Vec<Source> {
             reads.iter().map(|&r| if r == 0 { Source::Input } else { Source::Layer(r - 1) }).collect()
         };
-        let reads: Vec<Vec<Source>> = net.iter().map(|(_, _, r)| sources(r)).collect();
+        let reads: Vec<Vec<Source>> = net.iter().map(|(_, _, _, r)| sources(r)).collect();
         // Resolve aliases to tasks, as the model does.
         let mut resolved: Vec<Source> = Vec::new();
         let mut steps = Vec::new();
-        for (i, (alias, len, _)) in net.iter().enumerate() {
+        for (i, (alias, in_place, len, _)) in net.iter().enumerate() {
             let resolve = |s: Source| match s {
                 Source::Layer(j) => resolved[j],
                 other => other,
@@ -130,7 +200,7 @@ proptest! {
                 steps.push(PlanStep::Alias(target));
                 resolved.push(target);
             } else {
-                steps.push(PlanStep::Task { len: *len, reads: &reads[i], workspace: 0 });
+                steps.push(PlanStep::Task { len: *len, reads: &reads[i], workspace: 0, in_place: *in_place });
                 resolved.push(Source::Layer(i));
             }
         }
@@ -164,14 +234,20 @@ proptest! {
         // Simulate in layer order: each buffer holds the tag of its last writer.
         let mut content: Vec<Option<usize>> = vec![None; plan.sizes().len()];
         for i in 0..n {
-            let PlanStep::Task { len, reads, .. } = &steps[i] else { continue };
-            for s in reads.iter() {
+            let PlanStep::Task { len, reads, in_place, .. } = &steps[i] else { continue };
+            prop_assert!(*in_place || !plan.in_place(i));
+            let b = plan.buffer(i).expect("a task has a buffer");
+            for (at, s) in reads.iter().enumerate() {
                 if let Source::Layer(j) = *s {
-                    let b = plan.buffer(j).expect("a task's tensor has a buffer");
-                    prop_assert_eq!(content[b], Some(j), "layer {} reads {} clobbered", i, j);
+                    let from = plan.buffer(j).expect("a task's tensor has a buffer");
+                    prop_assert_eq!(content[from], Some(j), "layer {} reads {} clobbered", i, j);
+                    let last = at + 1 == reads.len();
+                    prop_assert_eq!(from == b, plan.in_place(i) && last, "layer {} reads {} from its own buffer", i, j);
+                    if from == b {
+                        prop_assert_eq!(plan.len(j), *len);
+                    }
                 }
             }
-            let b = plan.buffer(i).expect("a task has a buffer");
             prop_assert!(plan.sizes()[b] >= *len);
             prop_assert_eq!(plan.len(i), *len);
             if let Some(previous) = content[b] {

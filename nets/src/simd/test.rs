@@ -71,7 +71,7 @@ proptest! {
             let res = random_vec(m * nr, seed + 4);
             let e = Epilogue {
                 bias: &bias,
-                residual: residual.then(|| MatRef::from_slice(&res, nr, m, nr)),
+                residual: if residual { Residual::From(MatRef::from_slice(&res, nr, m, nr)) } else { Residual::None },
                 relu,
             };
             let mut full = c0.clone();
@@ -87,25 +87,41 @@ proptest! {
                     prop_assert!((f64::from(g) - w).abs() <= bound, "{k}: panel {p} element {i}: {g} vs {w}");
                 }
             }
-            // A partial tile in the middle of a bigger output (ld > cols).
+            // A partial tile in the middle of a bigger output (ld > cols), C starting as
+            // `start`: the bits of the full tile, and nothing outside it written.
             let (rows, cols) = (m - rows_cut % mr, nr - cols_cut % nr);
             let ld = nr + 3;
-            let mut big = vec![f32::NAN; m * ld];
-            for i in 0..rows {
-                big[i * ld..i * ld + cols].copy_from_slice(&c0[i * nr..i * nr + cols]);
-            }
-            let mut view = MatMut::from_slice(&mut big, ld, rows, cols);
-            k.gemm(kc, &a, kc * mr, &b, &mut view, accumulate, Some(&e));
-            for i in 0..rows {
-                for j in 0..cols {
-                    prop_assert_eq!(
-                        big[i * ld + j].to_bits(), full[i * nr + j].to_bits(),
-                        "{}: row {} column {} of {}×{}", k, i, j, rows, cols
-                    );
+            let partial = |start: &[f32], e: &Epilogue<'_>| -> Result<(), TestCaseError> {
+                let mut big = vec![f32::NAN; m * ld];
+                for i in 0..rows {
+                    big[i * ld..i * ld + cols].copy_from_slice(&start[i * nr..i * nr + cols]);
                 }
-                prop_assert!(big[i * ld + cols..(i + 1) * ld].iter().all(|v| v.is_nan()));
+                let mut view = MatMut::from_slice(&mut big, ld, rows, cols);
+                k.gemm(kc, &a, kc * mr, &b, &mut view, accumulate, Some(e));
+                for i in 0..rows {
+                    for j in 0..cols {
+                        prop_assert_eq!(
+                            big[i * ld + j].to_bits(), full[i * nr + j].to_bits(),
+                            "{}: row {} column {} of {}×{} ({:?})", k, i, j, rows, cols, e.residual
+                        );
+                    }
+                    prop_assert!(big[i * ld + cols..(i + 1) * ld].iter().all(|v| v.is_nan()));
+                }
+                prop_assert!(big[rows * ld..].iter().all(|v| v.is_nan()));
+                Ok(())
+            };
+            partial(&c0, &e)?;
+            // The residual read from C itself (no partial sums in C): the same bits.
+            if residual && !accumulate {
+                let e = Epilogue { residual: Residual::InPlace, ..e };
+                let mut whole = res.clone();
+                k.gemm(kc, &a, kc * mr, &b, &mut MatMut::from_slice(&mut whole, nr, m, nr), false, Some(&e));
+                prop_assert!(
+                    whole.iter().zip(&full).all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "{}: the whole tile in place", k
+                );
+                partial(&res, &e)?;
             }
-            prop_assert!(big[rows * ld..].iter().all(|v| v.is_nan()));
         }
     }
 
@@ -205,7 +221,11 @@ fn gemm_epilogue_propagates_nan_and_inf() {
             for (accumulate, residual) in [(false, false), (true, true), (false, true)] {
                 let e = Epilogue {
                     bias: &bias,
-                    residual: residual.then(|| MatRef::from_slice(&res, nr, m, nr)),
+                    residual: if residual {
+                        Residual::From(MatRef::from_slice(&res, nr, m, nr))
+                    } else {
+                        Residual::None
+                    },
                     relu: true,
                 };
                 let want: Vec<Vec<f64>> = (0..panels)
@@ -276,7 +296,7 @@ fn relu_bits_are_the_same_on_every_path() {
         let bias = vec![-0.0f32; m];
         let e = Epilogue {
             bias: &bias,
-            residual: None,
+            residual: Residual::None,
             relu: true,
         };
         let (a, b) = (vec![0.0f32; MAX_LANES], vec![0.0f32; nr]);
@@ -319,7 +339,7 @@ fn a_lone_short_panel_is_read_no_further_than_its_rows() {
             let bias = random_vec(mr, 8);
             let e = Epilogue {
                 bias: &bias,
-                residual: None,
+                residual: Residual::None,
                 relu: false,
             };
             for cols in [nr, 1] {
