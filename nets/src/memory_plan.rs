@@ -4,8 +4,9 @@
 //! With a buffer of its own per layer, a ResNet50 frame held 49.7 MB of activations, so
 //! every layer stored into memory cold in every cache and the next layer read it back from
 //! far away. A layer's tensor is dead once its last reader has run, so a later layer may
-//! take its buffer, which is then still warm: the plan holds ResNet50 in 14.1 MB and VGG16
-//! in 35.7 MB instead of 70.4 (`frame` prints the figure). On a 16-core x86-64 Xeon (2 MB
+//! take its buffer, which is then still warm: the plan holds ResNet50 in 10.1 MB on the
+//! AVX2 path (14.1 before residuals were added in place, below) and VGG16 in 35.7 MB
+//! instead of 70.4 (`frame` prints the figure). On a 16-core x86-64 Xeon (2 MB
 //! of L2 per core) ResNet50 at width 1 took 74–85 ms a frame against 104–115 ms with a
 //! buffer per layer, in interleaved runs of `frame` with and without `--keep-outputs`; on
 //! the 2-core AMD machine the two were within its noise.
