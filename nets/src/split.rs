@@ -28,12 +28,12 @@
 //!
 //! Kernels read whole input tensors, and a [`SharedSlice`] cannot be read while another
 //! task writes part of it, so the two sides of an interior tensor live in two buffers:
-//! place `a` writes the frame's, place `b` a private one. A layer that reads its residual
-//! in place (see [`crate::memory_plan`]) is never interior: both of its sides must write
-//! where the residual is, the frame's buffer. (Its shortcut is not interior either: a
-//! conv reads it.) After a split graph
+//! place `a` writes the frame's, place `b` a private one. After a split graph
 //! [`Frame::layer_output`] of an interior layer therefore holds only `a`'s channels; every
-//! other layer's output, and the net's, is complete.
+//! other layer's output, and the net's, is complete. A layer that reads its residual in
+//! place (see [`crate::memory_plan`]) is never interior: both of its sides must write where
+//! the residual is, the frame's buffer. (Its shortcut is not interior either: a conv reads
+//! it.)
 //!
 //! # Ratios on the chunk grid
 //! A ratio `r ∈ [0, 1]` is `a`'s share of a layer's output channels, rounded to the nearest
