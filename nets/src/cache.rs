@@ -17,6 +17,12 @@
 //!   and sit in L3. Sizing by the slice, not the whole reduction, keeps blocks wide for
 //!   deep layers: sized by the whole 3×3×512 reduction, VGG16's `conv5` blocks were one
 //!   panel wide and streamed all 9.4 MB of weights from L3 for every 16 pixels.
+//!
+//!   Where the weights are the smaller operand (fewer output channels than pixels), the
+//!   whole block takes half of L2 instead ([`Blocking::whole_columns`], chosen in
+//!   `conv/direct.rs`): more blocks stream the weights more often, but each block is
+//!   packed into L2 and read back from there, and a gang of two gets blocks of its own
+//!   instead of sharing one.
 
 use std::sync::OnceLock;
 
@@ -114,10 +120,16 @@ impl Blocking {
         }
     }
 
-    /// Columns per packed block for a reduction of `kdim` rows: a multiple of `nr`, at
-    /// least one panel (module docs).
+    /// Columns per packed block for a reduction of `kdim` rows, so that one `kc` slice of
+    /// the block fits: a multiple of `nr`, at least one panel (module docs).
     pub fn columns(&self, kdim: usize, nr: usize) -> usize {
         (self.column_bytes / (kdim.clamp(1, self.kc) * 4) / nr).max(1) * nr
+    }
+
+    /// Columns per packed block so that the whole block, all `kdim` rows, fits: a multiple
+    /// of `nr`, at least one panel (module docs).
+    pub fn whole_columns(&self, kdim: usize, nr: usize) -> usize {
+        (self.column_bytes / (kdim.max(1) * 4) / nr).max(1) * nr
     }
 }
 
@@ -173,5 +185,10 @@ mod tests {
         // Deep reductions keep wide blocks: their `kc` slices are what must fit.
         assert_eq!(b.columns(1 << 30, k.nr), cols);
         assert!(b.columns(27, k.nr) > cols);
+        // Whole blocks: all rows fit; the same as a slice's up to `kc` rows.
+        let whole = b.whole_columns(576, k.nr);
+        assert!(whole.is_multiple_of(k.nr) && whole * 576 * 4 <= caches.l2 / 2 && whole < cols);
+        assert_eq!(b.whole_columns(b.kc, k.nr), b.columns(b.kc, k.nr));
+        assert_eq!(b.whole_columns(1 << 30, k.nr), k.nr);
     }
 }

@@ -82,7 +82,18 @@ impl Direct {
         blocking: &Blocking,
     ) -> Direct {
         let kdim = p.in_channels * p.kernel.0 * p.kernel.1;
-        let most = blocking.columns(kdim, kernels.nr) / kernels.nr;
+        // Whole blocks in L2 where the weights are the smaller operand (`cache.rs`). In the
+        // report (`cargo bench -p taopipe-nets -- report`, two runs each, AVX-512 Xeon VM)
+        // ResNet50's 56×56 → 28×28 stride-2 3×3 conv went from 178 to 273 GFLOP/s at
+        // width 2 and the 28×28 `512 → 128` 1×1 from 216 to 288; capping every layer
+        // also slowed the deep 7×7 and 14×14 ones (VGG16's conv5 at width 2: 260 → 237),
+        // whose weights are the larger operand.
+        let columns = if p.out_channels < output.plane() {
+            blocking.whole_columns(kdim, kernels.nr)
+        } else {
+            blocking.columns(kdim, kernels.nr)
+        };
+        let most = columns / kernels.nr;
         Direct {
             p,
             input,

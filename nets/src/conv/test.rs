@@ -462,6 +462,48 @@ fn gangs_of_every_width_are_bit_identical() {
     assert_eq!(schedules.len(), 2, "both schedules ran");
 }
 
+/// The direct path packs whole blocks into half of L2 where the weights are the smaller
+/// operand (ResNet50's layer2 stride-2 3×3: 128 channels, 784 pixels); where they are the
+/// larger (its layer4 3×3: 512 channels, 49 pixels), blocks are sized by a `kc` slice and
+/// the whole plane stays one block.
+#[test]
+fn direct_blocks_fit_l2_where_the_weights_are_smaller() {
+    let l2 = CacheSizes::get().l2;
+    for (p, input, whole) in [
+        (
+            Conv2dParams::new(128, 128, 3, 2, 1),
+            Shape::new(128, 56, 56),
+            true,
+        ),
+        (
+            Conv2dParams::new(512, 512, 3, 1, 1),
+            Shape::new(512, 7, 7),
+            false,
+        ),
+    ] {
+        let (conv, _) = random_conv(p, input, 2);
+        for c in variants(&conv) {
+            if c.algo() != ConvAlgo::Direct {
+                continue;
+            }
+            let (nr, kdim) = (c.kernels.nr, p.weight_len() / p.out_channels);
+            let block_bytes = c.engine.packed_len() * 4;
+            let panels = c.out_shape().plane().div_ceil(nr);
+            if whole {
+                assert!(
+                    block_bytes <= l2 / 2 || block_bytes == kdim * nr * 4,
+                    "{}",
+                    c.isa()
+                );
+                assert!(c.blocks() > 1, "{}: {} blocks", c.isa(), c.blocks());
+            } else {
+                assert_eq!(c.blocks(), 1, "{}", c.isa());
+                assert_eq!(block_bytes, kdim * panels * nr * 4);
+            }
+        }
+    }
+}
+
 #[test]
 fn block_counts_are_even_where_blocks_stay_big_enough() {
     // ResNet50's 56×56 plane (196 panels) with 64-row reductions: 4 blocks of 49 panels.
