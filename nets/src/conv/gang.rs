@@ -5,7 +5,8 @@
 //! hypervisor took its core, a governor slowed it) takes fewer items instead of holding
 //! the layer back. Which rank computes an item never changes its bits. Two schedules;
 //! [`Schedule::choose`] takes the one whose busiest rank has the least work under an even
-//! split (by whole blocks or whole weight panels), *private* on a tie:
+//! split (by whole blocks or whole weight panels), *private* unless *shared* wins by a
+//! margin (`SHARED_MARGIN`):
 //!
 //! - **Private**: one item per block. The rank that claims it packs the block into its
 //!   own scratch and computes every output channel of it. No waiting. Best when there are
@@ -47,9 +48,20 @@ pub(crate) enum Schedule {
     Shared,
 }
 
+/// The fraction of the private schedule's busiest share that the shared one's must stay
+/// under to be chosen (a decision, from a measurement). VGG16's `conv1_2` (Winograd, 19
+/// blocks of 6 weight panels on 2 ranks: 10 blocks against 3 panels of 19, 60 against 57)
+/// ran shared at 313–319 effective GFLOP/s on 2 workers against 230–233 on one; cut into
+/// 28 blocks, which tie and so run private, at 482–511 (two interleaved report pairs on
+/// the 2-core AVX-512 VM). A one-block layer on two ranks (VGG16's `conv5`, 86 panels:
+/// 86 against 43) still runs shared.
+const SHARED_MARGIN: (usize, usize) = (9, 10);
+
 impl Schedule {
     /// The schedule whose busiest rank does the least: `ceil(blocks / w)` blocks, against
-    /// `ceil(panels / w)` of the `panels` weight panels of every block.
+    /// `ceil(panels / w)` of the `panels` weight panels of every block. Shared is chosen only
+    /// where its busiest rank does less than [`SHARED_MARGIN`] of the private one's: its
+    /// phases end in waits that private blocks do not have.
     pub(crate) fn choose(blocks: usize, panels: usize, width: usize) -> Schedule {
         if width <= 1 {
             return Schedule::Private;
@@ -57,10 +69,11 @@ impl Schedule {
         // Busiest rank's share of the layer, as a fraction scaled by blocks · panels.
         let private = blocks.div_ceil(width) * panels;
         let shared = panels.div_ceil(width) * blocks;
-        if private <= shared {
-            Schedule::Private
-        } else {
+        let (num, den) = SHARED_MARGIN;
+        if shared * den < private * num {
             Schedule::Shared
+        } else {
+            Schedule::Private
         }
     }
 }
@@ -208,6 +221,9 @@ mod tests {
         assert_eq!(Schedule::choose(28, 11, 2), Schedule::Private);
         // VGG16 conv5 (one block) on 2 ranks: shared.
         assert_eq!(Schedule::choose(1, 86, 2), Schedule::Shared);
+        // VGG16 conv1_2's 19 Winograd blocks of 6 panels on 2 ranks: 60 against 57 is
+        // within the margin, so private.
+        assert_eq!(Schedule::choose(19, 6, 2), Schedule::Private);
         // 3 blocks on 2 ranks: 2 blocks for the busiest against 43 of 86 panels.
         assert_eq!(Schedule::choose(3, 86, 2), Schedule::Shared);
         // 28 blocks of a 64-channel layer (11 panels) on 16 ranks: 2 blocks against 1 panel
