@@ -134,28 +134,34 @@ impl MemoryPlan {
                         .then(|| overwritable(reads, &producer, &readers, i, output))
                         .flatten()
                         .filter(|&p| plan.len[p] == len);
-                    let fit = || share.then(|| best_fit(&free, &plan.sizes, len)).flatten();
-                    let b = if let Some(p) = over {
+                    let taken = match over {
                         // The last read's buffer, which it would have freed after this
-                        // layer; its other readers run first.
-                        let b = plan.buffer[p].expect("a task's tensor has a buffer");
-                        frees_after[i].retain(|&f| f != b);
-                        plan.after[i].push(p);
-                        plan.after[i].extend(readers[p].iter().filter(|&&r| r != i));
-                        plan.in_place[i] = true;
-                        tenant[b] = i;
-                        b
-                    } else if let Some(at) = fit() {
-                        let b = free.swap_remove(at);
-                        let previous = tenant[b];
-                        plan.after[i].push(previous);
-                        plan.after[i].extend(&readers[previous]);
-                        tenant[b] = i;
-                        b
-                    } else {
-                        plan.sizes.push(0);
-                        tenant.push(i);
-                        plan.sizes.len() - 1
+                        // layer (its tenant is still that tensor).
+                        Some(p) => {
+                            let b = plan.buffer[p].expect("a task's tensor has a buffer");
+                            frees_after[i].retain(|&f| f != b);
+                            plan.in_place[i] = true;
+                            Some(b)
+                        }
+                        None => share
+                            .then(|| best_fit(&free, &plan.sizes, len))
+                            .flatten()
+                            .map(|at| free.swap_remove(at)),
+                    };
+                    let b = match taken {
+                        // Its tenant and the tenant's other readers run first.
+                        Some(b) => {
+                            let previous = tenant[b];
+                            plan.after[i].push(previous);
+                            plan.after[i].extend(readers[previous].iter().filter(|&&r| r != i));
+                            tenant[b] = i;
+                            b
+                        }
+                        None => {
+                            plan.sizes.push(0);
+                            tenant.push(i);
+                            plan.sizes.len() - 1
+                        }
                     };
                     plan.sizes[b] = plan.sizes[b].max(len);
                     plan.buffer[i] = Some(b);

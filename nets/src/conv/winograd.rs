@@ -452,11 +452,6 @@ pub(crate) fn output_block(
     let (q, orow) = work[..output_work_len(tiles, tw)].split_at_mut(M * T * tiles);
     for ch in 0..n {
         let bias = e.bias[ch];
-        let residual = match e.residual {
-            Residual::From(r) => Some(r.row(ch)),
-            _ => None,
-        };
-        let in_place = matches!(e.residual, Residual::InPlace);
         let with_residual = |y: f32, r: f32| {
             let v = (y + bias) + r;
             if e.relu { activation::relu(v) } else { v }
@@ -499,20 +494,22 @@ pub(crate) fn output_block(
                 let at = (oy - oy0) * g.ow;
                 let d = &mut dst[at..at + g.ow];
                 let y = &row[..g.ow];
-                match (residual, e.relu) {
-                    (Some(r), _) => {
-                        let r = &r[at..at + g.ow];
+                match e.residual {
+                    Residual::From(r) => {
+                        let r = &r.row(ch)[at..at + g.ow];
                         for ((d, &y), &r) in d.iter_mut().zip(y).zip(r) {
                             *d = with_residual(y, r);
                         }
                     }
                     // The output holds the residual: read each element, then overwrite it.
-                    _ if in_place => d
+                    Residual::InPlace => d
                         .iter_mut()
                         .zip(y)
                         .for_each(|(d, &y)| *d = with_residual(y, *d)),
-                    (None, false) => d.iter_mut().zip(y).for_each(|(d, &y)| *d = y + bias),
-                    (None, true) => {
+                    Residual::None if !e.relu => {
+                        d.iter_mut().zip(y).for_each(|(d, &y)| *d = y + bias);
+                    }
+                    Residual::None => {
                         d.iter_mut()
                             .zip(y)
                             .for_each(|(d, &y)| *d = activation::relu(y + bias));

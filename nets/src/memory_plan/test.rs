@@ -4,21 +4,20 @@ use taopipe_dsl::Source;
 use super::{MemoryPlan, PlanStep};
 
 fn task(len: usize, reads: &[Source]) -> PlanStep<'_> {
-    PlanStep::Task {
-        len,
-        reads,
-        workspace: 0,
-        in_place: false,
-    }
+    step(len, reads, false)
 }
 
 /// A task that may write over its last read (a residual conv).
 fn over(len: usize, reads: &[Source]) -> PlanStep<'_> {
+    step(len, reads, true)
+}
+
+fn step(len: usize, reads: &[Source], in_place: bool) -> PlanStep<'_> {
     PlanStep::Task {
         len,
         reads,
         workspace: 0,
-        in_place: true,
+        in_place,
     }
 }
 
@@ -200,7 +199,7 @@ proptest! {
                 steps.push(PlanStep::Alias(target));
                 resolved.push(target);
             } else {
-                steps.push(PlanStep::Task { len: *len, reads: &reads[i], workspace: 0, in_place: *in_place });
+                steps.push(step(*len, &reads[i], *in_place));
                 resolved.push(Source::Layer(i));
             }
         }

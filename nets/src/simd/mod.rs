@@ -521,18 +521,15 @@ impl Kernels {
                     tile[i * nr..i * nr + cols].copy_from_slice(&c.row(r0 + i)[..cols]);
                 }
             }
-            match epilogue.map_or(Residual::None, |e| e.residual) {
-                Residual::From(r) => {
-                    for i in 0..h {
-                        res[i * nr..i * nr + cols].copy_from_slice(&r.row(r0 + i)[..cols]);
-                    }
+            let residual = epilogue.map_or(Residual::None, |e| e.residual);
+            if residual.is_some() {
+                for i in 0..h {
+                    let row = match residual {
+                        Residual::From(r) => r.row(r0 + i),
+                        _ => c.row(r0 + i), // in place: C holds it
+                    };
+                    res[i * nr..i * nr + cols].copy_from_slice(&row[..cols]);
                 }
-                Residual::InPlace => {
-                    for i in 0..h {
-                        res[i * nr..i * nr + cols].copy_from_slice(&c.row(r0 + i)[..cols]);
-                    }
-                }
-                Residual::None => {}
             }
             let e = epilogue.map(|e| Epilogue {
                 bias: &e.bias[r0..r0 + h],
