@@ -35,10 +35,15 @@ fn max(a: float32x4_t, b: float32x4_t) -> float32x4_t {
     vbslq_f32(vcgtq_f32(a, b), a, b)
 }
 
+/// No prefetch: `core::arch::aarch64::_prefetch` is not stable yet (the template's
+/// `$prefetch`).
+#[inline(always)]
+fn prefetch(_: *const f32) {}
+
 isa_kernels!(
     mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
     zero = zero, load = vld1q_f32, store = vst1q_f32, set1 = vdupq_n_f32,
-    fma = fma, add = vaddq_f32, max = max
+    fma = fma, add = vaddq_f32, max = max, prefetch = prefetch
 );
 
 pub(super) static NEON: Kernels = table!(Isa::Neon, neon, 8, 3);

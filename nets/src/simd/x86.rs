@@ -15,16 +15,25 @@ use super::{Isa, Kernels, MatMut, RawTile};
 use crate::conv::winograd::{self, Geometry};
 use crate::gemm::BlockEpilogue;
 
+/// Prefetches the line at `p` into L1 (the template's `$prefetch`).
+#[inline(always)]
+fn prefetch(p: *const f32) {
+    // SAFETY: a prefetch is a hint: it never faults and reads nothing, whatever `p` is.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
+}
+
 isa_kernels!(
     mod avx2, feature = "avx2,fma", __m256, lanes = 8, chains = 12,
     zero = _mm256_setzero_ps, load = _mm256_loadu_ps, store = _mm256_storeu_ps,
-    set1 = _mm256_set1_ps, fma = _mm256_fmadd_ps, add = _mm256_add_ps, max = _mm256_max_ps
+    set1 = _mm256_set1_ps, fma = _mm256_fmadd_ps, add = _mm256_add_ps, max = _mm256_max_ps,
+    prefetch = prefetch
 );
 
 isa_kernels!(
     mod avx512, feature = "avx512f,fma", __m512, lanes = 16, chains = 24,
     zero = _mm512_setzero_ps, load = _mm512_loadu_ps, store = _mm512_storeu_ps,
-    set1 = _mm512_set1_ps, fma = _mm512_fmadd_ps, add = _mm512_add_ps, max = _mm512_max_ps
+    set1 = _mm512_set1_ps, fma = _mm512_fmadd_ps, add = _mm512_add_ps, max = _mm512_max_ps,
+    prefetch = prefetch
 );
 
 pub(super) static AVX2: Kernels = table!(Isa::Avx2, avx2, 6, 2);
