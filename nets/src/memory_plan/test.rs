@@ -7,11 +7,7 @@ fn task(len: usize, reads: &[Source]) -> PlanStep<'_> {
     step(len, reads, false)
 }
 
-/// A task that may write over its last read (a residual conv).
-fn over(len: usize, reads: &[Source]) -> PlanStep<'_> {
-    step(len, reads, true)
-}
-
+/// A task; `in_place`: it may write over its last read (a residual conv).
 fn step(len: usize, reads: &[Source], in_place: bool) -> PlanStep<'_> {
     PlanStep::Task {
         len,
@@ -34,7 +30,7 @@ fn a_residual_conv_takes_its_shortcut_buffer() {
     let steps: Vec<_> = reads
         .iter()
         .enumerate()
-        .map(|(i, r)| if i == 3 { over(8, r) } else { task(8, r) })
+        .map(|(i, r)| step(8, r, i == 3))
         .collect();
     let plan = MemoryPlan::new(&steps, 8, true);
     assert!(plan.in_place(3) && (0..5).filter(|&i| i != 3).all(|i| !plan.in_place(i)));
@@ -56,7 +52,7 @@ fn a_shortcut_is_overwritten_only_by_its_last_single_read() {
         let steps: Vec<_> = reads
             .iter()
             .enumerate()
-            .map(|(i, r)| if i == 2 { over(8, r) } else { task(8, r) })
+            .map(|(i, r)| step(8, r, i == 2))
             .collect();
         let plan = MemoryPlan::new(&steps, 8, true);
         assert_eq!(plan.in_place(2), want, "{reads:?}");

@@ -27,6 +27,10 @@
 //! a vector of `LANES` rows of A times one broadcast value of B per column (`gemm_cols`).
 //! Its products are the tile's, operands swapped, so every element keeps its bits.
 
+/// How far ahead of its reads the GEMM tile prefetches the packed weights, in floats
+/// (module docs).
+pub(crate) const PREFETCH_AHEAD: usize = 1024;
+
 /// Generates one ISA's kernels in a module `$m`. `$v` is the vector type, `$lanes` its
 /// width, `$chains` the FMA probe's independent chains, and the rest the intrinsics of
 /// that width (`$fma(a, b, c)` is `a·b + c`). The module sees its parent's imports.
@@ -39,10 +43,6 @@
 ///
 /// `$prefetch(p)` hints that the cache line at `p` will be read soon; `p` may point
 /// anywhere (it is never dereferenced).
-/// How far ahead of its reads the GEMM tile prefetches the packed weights, in floats
-/// (module docs).
-pub(crate) const PREFETCH_AHEAD: usize = 1024;
-
 macro_rules! isa_kernels {
     (
         mod $m:ident, feature = $feat:literal, $v:ty, lanes = $lanes:literal, chains = $chains:literal,
@@ -125,7 +125,7 @@ macro_rules! isa_kernels {
                     // must not do even if it is never read (Miri caught it).
                     for k in 0..t.kc {
                         let (a, b) = (a.add(k * ak), t.b.add(k * NB * LANES));
-                        $prefetch(a.wrapping_add(super::super::template::PREFETCH_AHEAD));
+                        $prefetch(a.wrapping_add(crate::simd::template::PREFETCH_AHEAD));
                         let mut bv = [$zero(); NV];
                         for (j, v) in bv.iter_mut().enumerate() {
                             *v = $load(b.add(j * LANES));
