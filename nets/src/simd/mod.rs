@@ -402,6 +402,16 @@ impl<'a> Residual<'a> {
     }
 }
 
+/// Prefetches the cache line at `p` into L1: `prefetcht0` on x86-64 (SSE, which every
+/// x86-64 CPU has), nothing elsewhere (aarch64 has no stable prefetch intrinsic).
+#[inline(always)]
+pub(crate) fn prefetch(p: *const f32) {
+    #[cfg(target_arch = "x86_64")]
+    x86::prefetch(p);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Widest vector of any table, in floats.
 pub(crate) const MAX_LANES: usize = 16;
 

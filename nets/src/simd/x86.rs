@@ -17,7 +17,7 @@ use crate::gemm::BlockEpilogue;
 
 /// Prefetches the line at `p` into L1 (the template's `$prefetch`).
 #[inline(always)]
-fn prefetch(p: *const f32) {
+pub(super) fn prefetch(p: *const f32) {
     // SAFETY: a prefetch is a hint: it never faults and reads nothing, whatever `p` is.
     unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
 }
