@@ -115,10 +115,11 @@ impl Direct {
         if cols.is_empty() {
             return;
         }
-        let window = (!self.is_pointwise() && self.is_windowed()).then(|| {
+        let windowed = (!self.is_pointwise() && self.is_windowed()).then(|| {
             let window = self.window(&cols);
-            self.split_rows(x, &window, &mut work[..window.len(self.p.in_channels)]);
-            window
+            let split = &mut work[..window.len(self.p.in_channels)];
+            self.split_rows(x, &window, split);
+            (window, &*split)
         });
         let (nr, kdim) = (self.nr, self.kdim);
         for (pi, j0) in cols.clone().step_by(nr).enumerate() {
@@ -142,10 +143,8 @@ impl Direct {
                 ox: j0 % self.output.w,
                 ow: self.output.w,
             };
-            match &window {
-                Some(window) => {
-                    self.pack_windowed(window, &work[..window.len(channels)], segments, panel)
-                }
+            match &windowed {
+                Some((window, split)) => self.pack_windowed(window, split, segments, panel),
                 None => self.pack_gathered(x, segments, panel),
             }
         }
@@ -231,7 +230,6 @@ impl Direct {
             rows,
             phases: sx,
             phase,
-            channel: rows * sx * phase,
         }
     }
 
@@ -299,19 +297,22 @@ struct Window {
     phases: usize,
     /// Floats of one phase of a row.
     phase: usize,
-    /// Floats of one channel.
-    channel: usize,
 }
 
 impl Window {
     /// Where phase `q` of padded row `row` of channel `c` starts.
     fn at(&self, c: usize, row: usize, q: usize) -> usize {
-        c * self.channel + ((row - self.top) * self.phases + q) * self.phase
+        c * self.channel() + ((row - self.top) * self.phases + q) * self.phase
+    }
+
+    /// Floats of one channel.
+    fn channel(&self) -> usize {
+        self.rows * self.phases * self.phase
     }
 
     /// Floats of the window of `channels` channels.
     fn len(&self, channels: usize) -> usize {
-        channels * self.channel
+        channels * self.channel()
     }
 }
 

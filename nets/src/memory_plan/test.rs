@@ -17,6 +17,15 @@ fn step(len: usize, reads: &[Source], in_place: bool) -> PlanStep<'_> {
     }
 }
 
+/// Tasks of 8 floats reading `reads`, task `residual` the one that may write in place.
+fn chain(reads: &[Vec<Source>], residual: usize) -> Vec<PlanStep<'_>> {
+    reads
+        .iter()
+        .enumerate()
+        .map(|(i, r)| step(8, r, i == residual))
+        .collect()
+}
+
 #[test]
 fn a_residual_conv_takes_its_shortcut_buffer() {
     // A ResNet block: 0 the shortcut, 1 and 2 its branch, 3 = conv(2) + 0, then a reader.
@@ -27,11 +36,7 @@ fn a_residual_conv_takes_its_shortcut_buffer() {
         vec![Source::Layer(2), Source::Layer(0)],
         vec![Source::Layer(3)],
     ];
-    let steps: Vec<_> = reads
-        .iter()
-        .enumerate()
-        .map(|(i, r)| step(8, r, i == 3))
-        .collect();
+    let steps = chain(&reads, 3);
     let plan = MemoryPlan::new(&steps, 8, true);
     assert!(plan.in_place(3) && (0..5).filter(|&i| i != 3).all(|i| !plan.in_place(i)));
     assert_eq!(plan.buffer(3), plan.buffer(0));
@@ -49,11 +54,7 @@ fn a_residual_conv_takes_its_shortcut_buffer() {
 fn a_shortcut_is_overwritten_only_by_its_last_single_read() {
     let check = |reads: &[Vec<Source>], want: bool| {
         let last = reads.len() - 1;
-        let steps: Vec<_> = reads
-            .iter()
-            .enumerate()
-            .map(|(i, r)| step(8, r, i == 2))
-            .collect();
+        let steps = chain(reads, 2);
         let plan = MemoryPlan::new(&steps, 8, true);
         assert_eq!(plan.in_place(2), want, "{reads:?}");
         assert!(plan.kept(last));

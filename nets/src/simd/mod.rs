@@ -403,7 +403,8 @@ impl<'a> Residual<'a> {
 }
 
 /// Prefetches the cache line at `p` into L1: `prefetcht0` on x86-64 (SSE, which every
-/// x86-64 CPU has), nothing elsewhere (aarch64 has no stable prefetch intrinsic).
+/// x86-64 CPU has), nothing elsewhere (`core::arch::aarch64::_prefetch` is not stable
+/// yet; this is also the NEON template's `$prefetch`).
 #[inline(always)]
 pub(crate) fn prefetch(p: *const f32) {
     #[cfg(target_arch = "x86_64")]

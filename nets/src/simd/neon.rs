@@ -6,7 +6,7 @@
 use std::arch::aarch64::*;
 use std::ops::Range;
 
-use super::{Isa, Kernels, MatMut, RawTile};
+use super::{Isa, Kernels, MatMut, RawTile, prefetch};
 use crate::conv::winograd::{self, Geometry};
 use crate::gemm::BlockEpilogue;
 
@@ -34,11 +34,6 @@ fn zero() -> float32x4_t {
 fn max(a: float32x4_t, b: float32x4_t) -> float32x4_t {
     vbslq_f32(vcgtq_f32(a, b), a, b)
 }
-
-/// No prefetch: `core::arch::aarch64::_prefetch` is not stable yet (the template's
-/// `$prefetch`).
-#[inline(always)]
-fn prefetch(_: *const f32) {}
 
 isa_kernels!(
     mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
