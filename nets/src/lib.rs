@@ -62,7 +62,9 @@ pub use crate::error::KernelError;
 pub use crate::fc::Linear;
 pub use crate::frame::Frame;
 pub use crate::gap::GlobalAvgPool;
-pub use crate::kernel::{ChunkPlan, ITEMS_PER_RANK, Kernel, Scratch, TARGET_CHUNKS, Workspace};
+pub use crate::kernel::{
+    ChunkPlan, ITEMS_PER_RANK, Kernel, MAX_ITEMS, Scratch, TARGET_CHUNKS, Workspace, gang_items,
+};
 pub use crate::layer_times::LayerTime;
 pub use crate::model::{BuildOptions, Model, ModelError, torch_name};
 pub use crate::pool::{Pool2d, PoolKind, PoolParams};

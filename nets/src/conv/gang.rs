@@ -12,7 +12,7 @@
 //!   own scratch and computes every output channel of it. No waiting. Best when there are
 //!   many blocks (the early, large layers).
 //! - **Shared**: a block's packing units (direct: column panels; Winograd: input channels)
-//!   are packed, in up to [`ITEMS_PER_RANK`] items per rank, into a buffer the gang shares;
+//!   are packed, in up to [`gang_items`] items, into a buffer the gang shares;
 //!   then its weight panels, in as many groups, are multiplied by it. Two buffers
 //!   alternate, so packing block `b + 1` shares a phase with computing block `b`: `blocks +
 //!   1` phases in all. Best when there are few blocks (late layers: VGG16's `conv4`/`conv5`
@@ -36,7 +36,7 @@ use taopipe_runtime::{Rect, SharedSlice, TaskCtx, split_range};
 
 use super::Conv2d;
 use crate::gemm::BlockEpilogue;
-use crate::kernel::{ITEMS_PER_RANK, Scratch, Workspace};
+use crate::kernel::{Scratch, Workspace, gang_items};
 use crate::simd::MatMut;
 
 /// Which schedule a gang runs (module docs).
@@ -107,7 +107,7 @@ impl Conv2d {
                 );
             }
             Schedule::Shared => {
-                let items = ITEMS_PER_RANK * width;
+                let items = gang_items(width);
                 let groups = panels.min(items);
                 let buffers = workspace.buffers(self.engine.packed_len());
                 let work_len = self.engine.work_len(k).max(self.engine.pack_work_len());
