@@ -32,10 +32,10 @@ pub const ITEMS_PER_RANK: usize = 4;
 /// buffer's lock, and on 16 ranks those claims cost more than the balance they buy: on a
 /// 16-core x86-64 Linux machine, capping 64 items at 16 took ResNet50 at width 16 from
 /// 22.8–23.0 to 19.5–20.1 ms a frame, AlexNet from 5.8–6.1 to 5.3–5.4 and VGG16 from 30.7–30.8
-/// to 28.2–30.0; at width 12 ResNet50 from 21.2–21.3 to 20.0–20.1, with AlexNet and VGG16
-/// within noise at widths 8 and 12 (`frame --width W`, two interleaved runs each). Gangs of
-/// 4 or fewer (16 items or fewer) are unchanged, so a rank that a hog slows still hands
-/// three quarters of its share to the others.
+/// to 28.2–30.0; at width 12 ResNet50 from 21.2–21.3 to 20.0–20.1 and AlexNet from 5.7–5.9
+/// to 6.1, VGG16 level there and all three within noise at width 8 (`frame --width W`, two
+/// interleaved runs each). Gangs of 4 or fewer (16 items or fewer) are unchanged, so a rank
+/// that a hog slows still hands three quarters of its share to the others.
 pub const MAX_ITEMS: usize = 16;
 
 /// Items a gang of `width` ranks shares a layer in: [`ITEMS_PER_RANK`] per rank, at most
