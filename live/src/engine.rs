@@ -483,15 +483,14 @@ impl<'rt> Engine<'rt> {
                 .layer_times(&trace, Place::new(stage.leader, stage.width));
             for unit in units.get(range)? {
                 let layers = unit.layers();
-                let timed: Vec<f64> = times
+                let (timed, seconds) = times
                     .iter()
                     .filter(|t| layers.contains(&t.index))
-                    .map(|t| t.seconds)
-                    .collect();
-                if timed.len() < layers.filter(|&i| self.model.runs_task(i)).count() {
+                    .fold((0, 0.0), |(n, sum), t| (n + 1, sum + t.seconds));
+                if timed < layers.filter(|&i| self.model.runs_task(i)).count() {
                     return None;
                 }
-                weights.push((timed.iter().sum::<f64>() * 1e6).round().max(1.0) as u64);
+                weights.push((seconds * 1e6).round().max(1.0) as u64);
             }
         }
         (weights.len() == units.len()).then_some(weights)

@@ -115,17 +115,16 @@ impl Direct {
         if cols.is_empty() {
             return;
         }
-        let windowed = (!self.is_pointwise() && self.is_windowed()).then(|| {
+        let windowed = self.is_windowed().then(|| {
             let window = self.window(&cols);
             let split = &mut work[..window.len(self.p.in_channels)];
             self.split_rows(x, &window, split);
             (window, &*split)
         });
-        let (nr, kdim) = (self.nr, self.kdim);
+        let (nr, kdim, channels) = (self.nr, self.kdim, self.p.in_channels);
         for (pi, j0) in cols.clone().step_by(nr).enumerate() {
             let panel = &mut out[pi * kdim * nr..(pi + 1) * kdim * nr];
             let width = nr.min(cols.end - j0);
-            let channels = self.p.in_channels;
             if self.is_pointwise() {
                 copy_runs(panel, nr, &x[j0..], self.input.plane(), channels, width, 1);
                 zero_runs(&mut panel[width..], nr, channels, nr - width);
@@ -151,9 +150,14 @@ impl Direct {
     }
 
     /// Whether the pack goes through a [`Window`] (its docs): convs of at most
-    /// [`WINDOW_MAX_CHANNELS`] input channels.
+    /// [`WINDOW_MAX_CHANNELS`] input channels but pointwise ones, which copy plain rows.
     fn is_windowed(&self) -> bool {
-        self.p.in_channels <= WINDOW_MAX_CHANNELS
+        !self.is_pointwise() && self.p.in_channels <= WINDOW_MAX_CHANNELS
+    }
+
+    /// Column panels of the largest block (what the buffers are sized for).
+    fn panels_per_block(&self) -> usize {
+        self.output.plane().div_ceil(self.nr).div_ceil(self.blocks)
     }
 
     /// The panel's rows, one contiguous run of the window per (channel, tap, segment).
@@ -328,8 +332,7 @@ impl Engine for Direct {
     }
 
     fn packed_len(&self) -> usize {
-        let panels = self.output.plane().div_ceil(self.nr).div_ceil(self.blocks);
-        packed_b_len(self.kdim, panels, self.nr)
+        packed_b_len(self.kdim, self.panels_per_block(), self.nr)
     }
 
     fn work_len(&self, _channels: usize) -> usize {
@@ -339,11 +342,10 @@ impl Engine for Direct {
     /// The largest [`Window`] a pack reads: a block's pixels span at most
     /// `(pixels − 1) / OW + 2` output rows.
     fn pack_work_len(&self) -> usize {
-        if self.is_pointwise() || !self.is_windowed() {
+        if !self.is_windowed() {
             return 0;
         }
-        let plane = self.output.plane();
-        let most = (plane.div_ceil(self.nr).div_ceil(self.blocks) * self.nr).min(plane);
+        let most = (self.panels_per_block() * self.nr).min(self.output.plane());
         let rows = ((most - 1) / self.output.w + 2).min(self.output.h);
         self.window(&(0..(rows - 1) * self.output.w + 1))
             .len(self.p.in_channels)
