@@ -239,19 +239,51 @@ pub trait Kernel: Send + Sync + fmt::Debug {
         );
     }
 
-    /// Floats of each buffer of the [`Workspace`] pair [`Kernel::run_rank`] may ask for
-    /// (0: none).
-    fn workspace_len(&self) -> usize {
-        0
+    /// Floats of each buffer of the [`Workspace`] pairs [`Kernel::run_rank`] may ask for
+    /// (none by default).
+    fn workspace_len(&self) -> WorkspaceLen {
+        WorkspaceLen::default()
     }
 }
 
-/// A pair of buffers the ranks of a gang share (a convolution packs an input block into
-/// one while the other is still being read), allocated on first use and then reused: it
-/// lives with a frame's buffers, so a pooled frame allocates it once.
+/// Floats of each buffer of a [`Workspace`]'s two pairs (0: that pair is not used).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkspaceLen {
+    /// Each buffer of the packed pair ([`Workspace::buffers`]).
+    pub packed: usize,
+    /// Each buffer of the products pair ([`Workspace::products`]).
+    pub products: usize,
+}
+
+impl WorkspaceLen {
+    /// Each pair as long as the longer of the two asks: what layers sharing a workspace
+    /// need.
+    pub fn max(self, other: WorkspaceLen) -> WorkspaceLen {
+        WorkspaceLen {
+            packed: self.packed.max(other.packed),
+            products: self.products.max(other.products),
+        }
+    }
+
+    /// Whether neither pair is used.
+    pub fn is_empty(self) -> bool {
+        self == WorkspaceLen::default()
+    }
+
+    /// Floats of all four buffers.
+    pub fn floats(self) -> usize {
+        2 * (self.packed + self.products)
+    }
+}
+
+/// Buffers the ranks of a gang share, allocated on first use and then reused: a *packed*
+/// pair (a convolution packs an input block into one while the other is still being read)
+/// and a *products* pair (Winograd's GEMM products, read by its output transform one phase
+/// later). It lives with a frame's buffers, so a pooled frame allocates it once.
 #[derive(Debug, Default)]
 pub struct Workspace {
     buffers: OnceLock<[SharedSlice<f32>; 2]>,
+    products: OnceLock<[SharedSlice<f32>; 2]>,
 }
 
 impl Workspace {
@@ -260,25 +292,39 @@ impl Workspace {
         Workspace::default()
     }
 
-    /// A workspace whose pair is allocated now, `len` floats each (none for 0): what the
+    /// A workspace whose pairs are allocated now, `len` floats each (none for 0): what the
     /// layers of a frame share, sized for the largest.
-    pub fn with_len(len: usize) -> Workspace {
+    pub fn with_len(len: WorkspaceLen) -> Workspace {
         let workspace = Workspace::new();
-        if len > 0 {
-            workspace.buffers(len);
+        if len.packed > 0 {
+            workspace.buffers(len.packed);
+        }
+        if len.products > 0 {
+            workspace.products(len.products);
         }
         workspace
     }
 
-    /// The pair, of `len` floats each (allocated by the first caller; the others wait).
+    /// The packed pair, of `len` floats each (allocated by the first caller; the others
+    /// wait).
     ///
     /// # Panics
     /// If the pair was allocated with fewer floats (layers sharing a workspace must
     /// allocate it for the largest: [`Workspace::with_len`]).
     pub fn buffers(&self, len: usize) -> &[SharedSlice<f32>; 2] {
-        let pair = self
-            .buffers
-            .get_or_init(|| [SharedSlice::zeroed(len), SharedSlice::zeroed(len)]);
+        Workspace::pair(&self.buffers, len)
+    }
+
+    /// The products pair, of `len` floats each, as [`Workspace::buffers`].
+    ///
+    /// # Panics
+    /// As [`Workspace::buffers`].
+    pub fn products(&self, len: usize) -> &[SharedSlice<f32>; 2] {
+        Workspace::pair(&self.products, len)
+    }
+
+    fn pair(cell: &OnceLock<[SharedSlice<f32>; 2]>, len: usize) -> &[SharedSlice<f32>; 2] {
+        let pair = cell.get_or_init(|| [SharedSlice::zeroed(len), SharedSlice::zeroed(len)]);
         assert!(
             pair[0].len() >= len,
             "workspace of {} floats, {len} asked",
@@ -287,9 +333,14 @@ impl Workspace {
         pair
     }
 
-    /// Whether the buffers were allocated.
+    /// Whether the packed pair was allocated.
     pub fn is_allocated(&self) -> bool {
         self.buffers.get().is_some()
+    }
+
+    /// Whether the products pair was allocated.
+    pub fn products_allocated(&self) -> bool {
+        self.products.get().is_some()
     }
 }
 

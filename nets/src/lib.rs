@@ -63,7 +63,8 @@ pub use crate::fc::Linear;
 pub use crate::frame::Frame;
 pub use crate::gap::GlobalAvgPool;
 pub use crate::kernel::{
-    ChunkPlan, ITEMS_PER_RANK, Kernel, MAX_ITEMS, Scratch, TARGET_CHUNKS, Workspace, gang_items,
+    ChunkPlan, ITEMS_PER_RANK, Kernel, MAX_ITEMS, Scratch, TARGET_CHUNKS, Workspace, WorkspaceLen,
+    gang_items,
 };
 pub use crate::layer_times::LayerTime;
 pub use crate::model::{BuildOptions, Model, ModelError, torch_name};

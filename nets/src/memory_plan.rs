@@ -38,16 +38,18 @@
 
 use taopipe_dsl::Source;
 
+use crate::kernel::WorkspaceLen;
+
 /// One layer as the planner sees it.
 #[derive(Clone, Debug)]
 pub(crate) enum PlanStep<'a> {
     /// A task writing `len` floats, reading `reads` (resolved: no aliases among them),
-    /// asking for a workspace of `workspace` floats (0: none); with `in_place`, able to
+    /// asking for a workspace of `workspace` floats (empty: none); with `in_place`, able to
     /// write over its last read ([`crate::Kernel::in_place_input`]).
     Task {
         len: usize,
         reads: &'a [Source],
-        workspace: usize,
+        workspace: WorkspaceLen,
         in_place: bool,
     },
     /// No task: the layer's tensor is this (resolved) source's.
@@ -69,8 +71,8 @@ pub(crate) struct MemoryPlan {
     kept: Vec<bool>,
     /// Per layer: whether it writes over its last read's tensor, in that tensor's buffer.
     in_place: Vec<bool>,
-    /// Floats of each of the workspace's two buffers (0: no layer uses one).
-    workspace_len: usize,
+    /// Floats of each of the workspace's buffers (empty: no layer uses one).
+    workspace_len: WorkspaceLen,
 }
 
 impl MemoryPlan {
@@ -109,7 +111,7 @@ impl MemoryPlan {
             after: vec![Vec::new(); n],
             kept: vec![true; n],
             in_place: vec![false; n],
-            workspace_len: 0,
+            workspace_len: WorkspaceLen::default(),
         };
         // The task living in each buffer now, and the buffers free after each layer.
         let mut tenant: Vec<usize> = Vec::new();
@@ -166,7 +168,7 @@ impl MemoryPlan {
                     plan.sizes[b] = plan.sizes[b].max(len);
                     plan.buffer[i] = Some(b);
                     plan.len[i] = len;
-                    if workspace > 0 {
+                    if !workspace.is_empty() {
                         plan.after[i].extend(workspace_user);
                         workspace_user = Some(i);
                         plan.workspace_len = plan.workspace_len.max(workspace);
@@ -219,8 +221,8 @@ impl MemoryPlan {
         self.kept[index]
     }
 
-    /// Floats of each of the workspace's two buffers.
-    pub(crate) fn workspace_len(&self) -> usize {
+    /// Floats of each of the workspace's buffers.
+    pub(crate) fn workspace_len(&self) -> WorkspaceLen {
         self.workspace_len
     }
 

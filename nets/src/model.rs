@@ -525,7 +525,7 @@ impl Model {
     }
 
     /// Floats one frame's buffers hold: the input, the memory plan's output buffers and
-    /// the shared workspace pair. What a frame in flight costs in memory.
+    /// the shared workspace's buffers. What a frame in flight costs in memory.
     ///
     /// ```
     /// use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
@@ -539,7 +539,7 @@ impl Model {
     pub fn frame_floats(&self) -> usize {
         self.input_len()
             + self.memory.sizes().iter().sum::<usize>()
-            + 2 * self.memory.workspace_len()
+            + self.memory.workspace_len().floats()
     }
 
     /// Buffer sets of finished frames waiting in the pool (at most

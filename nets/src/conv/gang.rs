@@ -18,6 +18,15 @@
 //!   1` phases in all. Best when there are few blocks (late layers: VGG16's `conv4`/`conv5`
 //!   are one block each).
 //!
+//!   Winograd computes in two steps ([`TwoStep`]): its 36 GEMMs, shared out by transform
+//!   position `ξ` (each over every output channel), into a products buffer the gang shares;
+//!   then, one phase later, its output transform by groups of output channels: `blocks +
+//!   2` phases. Groups of output channels doing all 36 GEMMs each read all of the packed
+//!   block, once per group: 8 groups on 2 ranks read ResNet50's 14×14 `V` (1.2 MB) 8 times.
+//!   Shared by `ξ`, each `V_ξ` and `U_ξ` is read once; at width 2 the 14×14 layers went
+//!   from 0.96–0.99 to 0.77–0.89 ms and the 28×28 ones from 0.70–0.73 to 0.59–0.68
+//!   (`frame --net resnet50 --width 2 --profile`, 2-core AVX-512 Xeon VM).
+//!
 //! With a CPU hog on the second of 2 cores, ResNet50 at width 2 went from 192 to 142–160
 //! ms a frame when ranks began to claim items instead of taking even shares; with both
 //! cores free, VGG16 went from 131 to 121 ms and AlexNet from 21.0 to 18.7 ms (2-core Zen 3
@@ -29,6 +38,7 @@
 //! result has its bits.
 //!
 //! [`Kernel::compute_chunks`]: crate::Kernel::compute_chunks
+//! [`TwoStep`]: super::TwoStep
 
 use std::ops::Range;
 
@@ -106,54 +116,115 @@ impl Conv2d {
                     },
                 );
             }
-            Schedule::Shared => {
-                let items = gang_items(width);
-                let groups = panels.min(items);
-                let buffers = workspace.buffers(self.engine.packed_len());
-                let work_len = self.engine.work_len(k).max(self.engine.pack_work_len());
-                let work = scratch.take(work_len);
-                let computes = |phase: usize| if phase > 0 { groups } else { 0 };
-                let packs = |phase: usize| {
-                    if phase < blocks {
-                        self.engine.pack_units(phase).min(items)
-                    } else {
-                        0
+            Schedule::Shared => self.run_shared(ctx, inputs, output, workspace, scratch),
+        }
+    }
+
+    /// The shared schedule (module docs): phase `p` packs block `p` and computes block
+    /// `p − 1`; a two-step engine multiplies block `p − 1` and finishes block `p − 2`.
+    fn run_shared(
+        &self,
+        ctx: &TaskCtx<'_>,
+        inputs: &[&[f32]],
+        output: &SharedSlice<f32>,
+        workspace: &Workspace,
+        scratch: &mut Scratch,
+    ) {
+        let k = self.params.out_channels;
+        let mr = self.kernels.mr;
+        let blocks = self.engine.blocks();
+        let panels = k.div_ceil(mr);
+        let items = gang_items(ctx.width());
+        let groups = panels.min(items);
+        // A two-step engine, with the pair its products alternate in.
+        let two = self
+            .engine
+            .two_step()
+            .map(|t| (t, workspace.products(t.products_len())));
+        // Phases from packing a block to writing its output.
+        let lag = if two.is_some() { 2 } else { 1 };
+        let multiplies = two.map_or(0, |(t, _)| t.multiply_units().min(items));
+        let buffers = workspace.buffers(self.engine.packed_len());
+        let work_len = self
+            .engine
+            .work_len(k)
+            .max(self.engine.pack_work_len())
+            .max(two.map_or(0, |(t, _)| t.finish_work_len()));
+        let work = scratch.take(work_len);
+        // The block a step `behind` phases after packing works on in `phase`, if any.
+        let block_at =
+            |phase: usize, behind: usize| phase.checked_sub(behind).filter(|&b| b < blocks);
+        let outputs = |phase: usize| block_at(phase, lag).map_or(0, |_| groups);
+        let multiplied = |phase: usize| {
+            block_at(phase, 1)
+                .filter(|_| two.is_some())
+                .map_or(0, |_| multiplies)
+        };
+        let packs =
+            |phase: usize| block_at(phase, 0).map_or(0, |b| self.engine.pack_units(b).min(items));
+        // Block b's packed buffer is written in phase b and read in phase b + 1; its
+        // products (two steps) are written in phase b + 1 and read in phase b + 2. Each
+        // alternates between two buffers, so a buffer is never written in the phase that
+        // reads it.
+        let len = |phase: usize| outputs(phase) + multiplied(phase) + packs(phase);
+        ctx.share(blocks + lag, len, |phase, item| {
+            if item < outputs(phase) {
+                let block = phase - lag;
+                let mine = split_range(panels, item, groups);
+                let channels = (mine.start * mr).min(k)..(mine.end * mr).min(k);
+                match two {
+                    Some((two, products)) => {
+                        let products = products[block % 2]
+                            .read()
+                            .expect("the block is multiplied: its multiply phase finished");
+                        let (kernels, block_products) = (self.kernels, &*products);
+                        self.write_block(inputs, block, channels, output, |channels, out, e| {
+                            two.finish(kernels, block_products, block, channels, out, e, work);
+                        });
                     }
-                };
-                // Phase p computes block p − 1 from one buffer while it packs block p into
-                // the other: block p − 1 was packed in the phase before, and the buffer
-                // block p overwrites was last read (by block p − 2) in the phase before.
-                let len = |phase: usize| computes(phase) + packs(phase);
-                ctx.share(blocks + 1, len, |phase, item| {
-                    if item < computes(phase) {
-                        let block = phase - 1;
-                        let mine = split_range(panels, item, groups);
-                        let channels = (mine.start * mr).min(k)..(mine.end * mr).min(k);
+                    None => {
                         let packed = buffers[block % 2]
                             .read()
                             .expect("the block is packed: its packing phase finished");
                         self.compute_block(inputs, &packed, block, channels, output, work);
-                    } else {
-                        let block = phase;
-                        let item = item - computes(phase);
-                        let units = split_range(self.engine.pack_units(block), item, packs(phase));
-                        let rect = self.engine.pack_rect(block, units.clone());
-                        let mut claim = buffers[block % 2]
-                            .write_rect(rect)
-                            .expect("items pack disjoint units of a block");
-                        let mut view = MatMut::from_rect(&mut claim);
-                        self.engine.pack_part(
-                            self.kernels,
-                            inputs[0],
-                            block,
-                            units,
-                            &mut view,
-                            work,
-                        );
                     }
-                });
+                }
+                return;
             }
-        }
+            let item = item - outputs(phase);
+            if let Some((two, products)) = two
+                && item < multiplied(phase)
+            {
+                let block = phase - 1;
+                let units = split_range(two.multiply_units(), item, multiplies);
+                let packed = buffers[block % 2]
+                    .read()
+                    .expect("the block is packed: its packing phase finished");
+                let mut claim = products[block % 2]
+                    .write_rect(two.multiply_rect(block, units.clone()))
+                    .expect("items multiply disjoint units of a block");
+                let mut view = MatMut::from_rect(&mut claim);
+                two.multiply(
+                    self.kernels,
+                    &self.blocking,
+                    &packed,
+                    block,
+                    units,
+                    &mut view,
+                );
+                return;
+            }
+            let block = phase;
+            let item = item - multiplied(phase);
+            let units = split_range(self.engine.pack_units(block), item, packs(phase));
+            let rect = self.engine.pack_rect(block, units.clone());
+            let mut claim = buffers[block % 2]
+                .write_rect(rect)
+                .expect("items pack disjoint units of a block");
+            let mut view = MatMut::from_rect(&mut claim);
+            self.engine
+                .pack_part(self.kernels, inputs[0], block, units, &mut view, work);
+        });
     }
 
     /// Packed-block and work memory for computing `channels` channels.
@@ -180,6 +251,30 @@ impl Conv2d {
         output: &SharedSlice<f32>,
         work: &mut [f32],
     ) {
+        self.write_block(
+            inputs,
+            block,
+            channels,
+            output,
+            |channels, out, epilogue| {
+                let (kernels, blocking) = (self.kernels, &self.blocking);
+                self.engine.compute(
+                    kernels, blocking, packed, block, channels, out, epilogue, work,
+                );
+            },
+        );
+    }
+
+    /// Claims the tile of `output` that `channels` of block `block` cover and hands it to
+    /// `write` with the layer's epilogue for it.
+    fn write_block(
+        &self,
+        inputs: &[&[f32]],
+        block: usize,
+        channels: Range<usize>,
+        output: &SharedSlice<f32>,
+        write: impl FnOnce(Range<usize>, &mut MatMut<'_>, &BlockEpilogue<'_>),
+    ) {
         let plane = self.out_shape.plane();
         let pixels = self.engine.block_pixels(block);
         let rect = Rect::new(
@@ -196,16 +291,7 @@ impl Conv2d {
             residual: self.residual_of(inputs, &channels, &pixels),
             relu: self.params.relu,
         };
-        self.engine.compute(
-            self.kernels,
-            &self.blocking,
-            packed,
-            block,
-            channels,
-            &mut MatMut::from_rect(&mut claim),
-            &epilogue,
-            work,
-        );
+        write(channels, &mut MatMut::from_rect(&mut claim), &epilogue);
     }
 }
 

@@ -31,7 +31,7 @@ use std::ops::Range;
 use crate::cache::{Blocking, CacheSizes};
 use crate::error::KernelError;
 use crate::gemm::BlockEpilogue;
-use crate::kernel::{ChunkPlan, Kernel, Scratch, Workspace};
+use crate::kernel::{ChunkPlan, Kernel, Scratch, Workspace, WorkspaceLen};
 use crate::simd::{Isa, Kernels, MatMut, MatRef, Residual};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, SharedSlice, TaskCtx};
@@ -250,6 +250,11 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
     /// Floats of packed weights held.
     fn packed_weights(&self) -> usize;
 
+    /// The engine's compute in two steps, if it has them (Winograd; `gang.rs` says why).
+    fn two_step(&self) -> Option<&dyn TwoStep> {
+        None
+    }
+
     /// Packs all of block `block` into `out` (`packed_len` floats), on this thread.
     fn pack(&self, kernels: &Kernels, x: &[f32], block: usize, out: &mut [f32], work: &mut [f32]) {
         let units = 0..self.pack_units(block);
@@ -257,6 +262,45 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
         let mut view = MatMut::from_slice(&mut out[r.offset..], r.ld, r.rows, r.cols);
         self.pack_part(kernels, x, block, units, &mut view, work);
     }
+}
+
+/// An engine whose [`Engine::compute`] is a *multiply* step cut by units of its own
+/// (Winograd: the 36 transform positions `ξ`, one GEMM each over every output channel),
+/// whose products a *finish* step turns into output channels (Winograd: the output
+/// transform). The two steps compute exactly what `compute` does, bit for bit.
+pub(crate) trait TwoStep {
+    /// Floats of one block's products.
+    fn products_len(&self) -> usize;
+    /// Units of a block's multiply step.
+    fn multiply_units(&self) -> usize;
+    /// Where units `units` of block `block` put their products.
+    fn multiply_rect(&self, block: usize, units: Range<usize>) -> Rect;
+    /// Multiplies units `units` of packed block `block` into `out`, the view of
+    /// `multiply_rect(block, units)`.
+    fn multiply(
+        &self,
+        kernels: &Kernels,
+        blocking: &Blocking,
+        packed: &[f32],
+        block: usize,
+        units: Range<usize>,
+        out: &mut MatMut<'_>,
+    );
+    /// Floats of work memory `finish` needs.
+    fn finish_work_len(&self) -> usize;
+    /// Turns block `block`'s `products` into output channels `channels` (`out`: those
+    /// channels × the block's pixels), with the epilogue.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        kernels: &Kernels,
+        products: &[f32],
+        block: usize,
+        channels: Range<usize>,
+        out: &mut MatMut<'_>,
+        epilogue: &BlockEpilogue<'_>,
+        work: &mut [f32],
+    );
 }
 
 /// A convolution layer bound to its input shape.
@@ -656,8 +700,11 @@ impl Kernel for Conv2d {
         self.run_gang(ctx, inputs, output, workspace, scratch);
     }
 
-    fn workspace_len(&self) -> usize {
-        self.engine.packed_len()
+    fn workspace_len(&self) -> WorkspaceLen {
+        WorkspaceLen {
+            packed: self.engine.packed_len(),
+            products: self.engine.two_step().map_or(0, TwoStep::products_len),
+        }
     }
 
     fn compute_chunk(

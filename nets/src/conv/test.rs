@@ -377,8 +377,9 @@ fn bad_inputs_are_errors() {
     ));
 }
 
-/// The gang path (`run_rank`) at widths 1–16, in both schedules, has the bits of
-/// `forward`, and packs into the shared workspace only when it shares.
+/// The gang path (`run_rank`) at widths 1–16, in both schedules (Winograd's shared one in
+/// two steps, over one block and over several), has the bits of `forward`, and packs into
+/// the shared workspace only when it shares.
 #[test]
 fn gangs_of_every_width_are_bit_identical() {
     use std::sync::Arc;
@@ -395,6 +396,13 @@ fn gangs_of_every_width_are_bit_identical() {
             Conv2dParams::new(32, 40, 3, 1, 1).with_relu(true),
             Shape::new(32, 13, 13),
             true,
+        ),
+        // Winograd, two or more blocks: shared from width 3 on, its GEMMs, output
+        // transforms and packing of three blocks in one phase.
+        (
+            Conv2dParams::new(64, 60, 3, 1, 1),
+            Shape::new(64, 64, 64),
+            false,
         ),
         // Direct, many blocks.
         (
@@ -455,11 +463,23 @@ fn gangs_of_every_width_are_bit_identical() {
                     Schedule::choose(c.blocks(), p.out_channels.div_ceil(c.kernels.mr), width)
                         == Schedule::Shared;
                 assert_eq!(workspace.is_allocated(), shared, "{p:?} width {width}");
-                schedules.insert(shared);
+                let two_step = shared && c.algo() == ConvAlgo::Winograd;
+                assert_eq!(workspace.products_allocated(), two_step, "{what}");
+                schedules.insert((shared, two_step, c.blocks() > 1));
             }
         }
     }
-    assert_eq!(schedules.len(), 2, "both schedules ran");
+    for ran in [
+        (false, false, true),
+        (true, false, false),
+        (true, true, false),
+        (true, true, true),
+    ] {
+        assert!(
+            schedules.contains(&ran),
+            "(shared, two steps, blocks > 1) {ran:?} ran"
+        );
+    }
 }
 
 /// The direct path packs whole blocks into half of L2 where the weights are the smaller

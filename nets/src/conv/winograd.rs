@@ -32,7 +32,7 @@
 
 use std::ops::Range;
 
-use super::{Conv2dParams, Engine};
+use super::{Conv2dParams, Engine, TwoStep};
 use crate::activation;
 use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
@@ -103,6 +103,8 @@ pub(super) struct Winograd {
     /// Blocks of tile rows ([`super::block_count`]).
     blocks: usize,
     nr: usize,
+    /// Output channels.
+    k: usize,
     /// Output channels per run of 36 GEMMs and output transforms (bounds the work memory).
     sub: usize,
     /// `U_ξ`, packed.
@@ -166,6 +168,7 @@ impl Winograd {
             th,
             blocks,
             nr: kernels.nr,
+            k,
             sub: (blocking.mc / 2).max(kernels.mr) / kernels.mr * kernels.mr,
             weights,
         }
@@ -173,6 +176,11 @@ impl Winograd {
 
     fn block_tiles(&self, block: usize) -> Range<usize> {
         split_range(self.th, block, self.blocks)
+    }
+
+    /// Floats per row of products for `rows` tile rows: whole panels.
+    fn ldm(&self, rows: usize) -> usize {
+        (rows * self.geo.tw).next_multiple_of(self.nr)
     }
 
     /// Tile rows of the largest block (what the buffers are sized for).
@@ -247,15 +255,13 @@ impl Engine for Winograd {
         work: &mut [f32],
     ) {
         let rows = self.block_tiles(block);
-        let tiles = rows.len() * self.geo.tw;
-        let panels = tiles.div_ceil(self.nr);
-        let per_xi = packed_b_len(self.geo.c, panels, self.nr);
+        // Rows of M span whole panels, so every micro-kernel call stores full tiles (the
+        // lanes past the last tile hold products of zero lanes and are never read).
+        let ldm = self.ldm(rows.len());
+        let per_xi = packed_b_len(self.geo.c, ldm / self.nr, self.nr);
         for s0 in (0..channels.len()).step_by(self.sub) {
             let n = self.sub.min(channels.len() - s0);
             let sub = channels.start + s0..channels.start + s0 + n;
-            // Rows of M span whole panels, so every micro-kernel call stores full tiles (the
-            // lanes past the last tile hold products of zero lanes and are never read).
-            let ldm = panels * self.nr;
             let (m, scratch) = work.split_at_mut(XI * n * ldm);
             for (xi, mx) in m.chunks_exact_mut(n * ldm).enumerate() {
                 let mut view = MatMut::from_slice(mx, ldm, n, ldm);
@@ -276,12 +282,90 @@ impl Engine for Winograd {
                 relu: epilogue.relu,
             };
             let mut dst = out.sub(s0, 0, n, out.cols());
-            kernels.winograd_output(&self.geo, (m, ldm), n, rows.clone(), &e, &mut dst, scratch);
+            let m = Products {
+                values: m,
+                ldm,
+                stride: n,
+            };
+            kernels.winograd_output(&self.geo, m, n, rows.clone(), &e, &mut dst, scratch);
         }
     }
 
     fn packed_weights(&self) -> usize {
         self.weights.iter().map(PackedA::len).sum()
+    }
+
+    fn two_step(&self) -> Option<&dyn TwoStep> {
+        Some(self)
+    }
+}
+
+/// The 36 GEMMs by `ξ`, each over every output channel, then the output transform by
+/// channels: a gang shares a block's GEMMs so that each `V_ξ` and `U_ξ` is read by one
+/// rank, where groups of output channels would each read all of `V`.
+impl TwoStep for Winograd {
+    fn products_len(&self) -> usize {
+        XI * self.k * self.ldm(self.rows_per_block())
+    }
+
+    fn multiply_units(&self) -> usize {
+        XI
+    }
+
+    fn multiply_rect(&self, block: usize, units: Range<usize>) -> Rect {
+        let ldm = self.ldm(self.block_tiles(block).len());
+        Rect::new(units.start * self.k * ldm, ldm, units.len() * self.k, ldm)
+    }
+
+    fn multiply(
+        &self,
+        kernels: &Kernels,
+        blocking: &Blocking,
+        packed: &[f32],
+        block: usize,
+        units: Range<usize>,
+        out: &mut MatMut<'_>,
+    ) {
+        let ldm = self.ldm(self.block_tiles(block).len());
+        let per_xi = packed_b_len(self.geo.c, ldm / self.nr, self.nr);
+        for (i, xi) in units.enumerate() {
+            let mut view = out.sub(i * self.k, 0, self.k, ldm);
+            let v = &packed[xi * per_xi..(xi + 1) * per_xi];
+            gemm(
+                kernels,
+                blocking,
+                &self.weights[xi],
+                0..self.k,
+                v,
+                &mut view,
+                None,
+            );
+        }
+    }
+
+    fn finish_work_len(&self) -> usize {
+        output_work_len(self.rows_per_block() * self.geo.tw, self.geo.tw)
+    }
+
+    fn finish(
+        &self,
+        kernels: &Kernels,
+        products: &[f32],
+        block: usize,
+        channels: Range<usize>,
+        out: &mut MatMut<'_>,
+        epilogue: &BlockEpilogue<'_>,
+        work: &mut [f32],
+    ) {
+        let rows = self.block_tiles(block);
+        let ldm = self.ldm(rows.len());
+        let m = Products {
+            values: &products[channels.start * ldm..],
+            ldm,
+            stride: self.k,
+        };
+        let n = channels.len();
+        kernels.winograd_output(&self.geo, m, n, rows, epilogue, out, work);
     }
 }
 
@@ -432,14 +516,25 @@ fn bt_row(k: usize, x: [&[f32]; T], out: &mut [f32]) {
     }
 }
 
-/// Applies the output transform `Y = Aᵀ m A` to `m` (`[ξ][n channels][tiles]`, a row of
-/// tiles every `ldm` floats) of tile rows `rows`, then the epilogue, into `out` (`n` channels × the block's pixels). Per
+/// The products `M_ξ` of a block's 36 GEMMs, as the output transform reads them: channel
+/// `k`'s tiles under `ξ` are the row at `(ξ·stride + k)·ldm`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Products<'a> {
+    pub(crate) values: &'a [f32],
+    /// Floats from one row of tiles to the next (whole panels).
+    pub(crate) ldm: usize,
+    /// Rows from one `ξ` to the next: the channels multiplied together.
+    pub(crate) stride: usize,
+}
+
+/// Applies the output transform `Y = Aᵀ m A` to the first `n` channels of `m` of tile rows
+/// `rows`, then the epilogue, into `out` (`n` channels × the block's pixels). Per
 /// channel and tile row: along y for every tile at once, then along x, interleaving the
 /// four outputs of each tile into output rows.
 #[inline(always)]
 pub(crate) fn output_block(
     g: &Geometry,
-    (m, ldm): (&[f32], usize),
+    m: Products<'_>,
     n: usize,
     rows: Range<usize>,
     e: &BlockEpilogue<'_>,
@@ -460,8 +555,8 @@ pub(crate) fn output_block(
         // Along y for every tile of the block: q[ii][jj][t] = Aᵀ[ii] · m[·][jj][t].
         for jj in 0..T {
             let c: [&[f32]; T] = std::array::from_fn(|i| {
-                let at = ((i * T + jj) * n + ch) * ldm;
-                &m[at..at + tiles]
+                let at = ((i * T + jj) * m.stride + ch) * m.ldm;
+                &m.values[at..at + tiles]
             });
             for ii in 0..M {
                 at_row(

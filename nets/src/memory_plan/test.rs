@@ -2,6 +2,7 @@ use proptest::prelude::*;
 use taopipe_dsl::Source;
 
 use super::{MemoryPlan, PlanStep};
+use crate::kernel::WorkspaceLen;
 
 fn task(len: usize, reads: &[Source]) -> PlanStep<'_> {
     step(len, reads, false)
@@ -12,7 +13,7 @@ fn step(len: usize, reads: &[Source], in_place: bool) -> PlanStep<'_> {
     PlanStep::Task {
         len,
         reads,
-        workspace: 0,
+        workspace: WorkspaceLen::default(),
         in_place,
     }
 }
@@ -135,12 +136,21 @@ fn workspace_users_run_one_after_another() {
         .map(|(i, reads)| PlanStep::Task {
             len: 4,
             reads,
-            workspace: [3, 0, 7][i],
+            workspace: WorkspaceLen {
+                packed: [3, 0, 7][i],
+                products: [0, 0, 2][i],
+            },
             in_place: false,
         })
         .collect();
     let plan = MemoryPlan::new(&steps, 4, true);
-    assert_eq!(plan.workspace_len(), 7);
+    assert_eq!(
+        plan.workspace_len(),
+        WorkspaceLen {
+            packed: 7,
+            products: 2
+        }
+    );
     assert!(plan.after(2).contains(&0), "{:?}", plan.after(2));
     assert!(!plan.after(1).contains(&0) || plan.buffer(1) == plan.buffer(0));
 }

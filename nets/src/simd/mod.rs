@@ -24,7 +24,7 @@ use std::ops::Range;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use crate::conv::winograd::Geometry;
+use crate::conv::winograd::{Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
 #[macro_use]
@@ -261,7 +261,7 @@ pub(crate) type WinogradInputFn =
 /// The CPU runs the kernel's ISA.
 pub(crate) type WinogradOutputFn = unsafe fn(
     &Geometry,
-    (&[f32], usize),
+    Products<'_>,
     usize,
     Range<usize>,
     &BlockEpilogue<'_>,
@@ -634,7 +634,7 @@ impl Kernels {
     pub(crate) fn winograd_output(
         &self,
         g: &Geometry,
-        m: (&[f32], usize),
+        m: Products<'_>,
         n: usize,
         rows: Range<usize>,
         e: &BlockEpilogue<'_>,

@@ -7,7 +7,7 @@ use std::arch::aarch64::*;
 use std::ops::Range;
 
 use super::{Isa, Kernels, MatMut, RawTile, prefetch};
-use crate::conv::winograd::{self, Geometry};
+use crate::conv::winograd::{self, Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
 /// `a·b + c` in the template's argument order.

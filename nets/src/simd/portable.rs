@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 use super::{Isa, Kernels, MatMut, RawTile};
-use crate::conv::winograd::{self, Geometry};
+use crate::conv::winograd::{self, Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
 const MR: usize = 4;
@@ -46,7 +46,7 @@ unsafe fn winograd_input(
 /// Always safe (see [`super::WinogradOutputFn`]).
 unsafe fn winograd_output(
     g: &Geometry,
-    m: (&[f32], usize),
+    m: Products<'_>,
     n: usize,
     rows: Range<usize>,
     e: &BlockEpilogue<'_>,

@@ -380,7 +380,7 @@ macro_rules! isa_kernels {
             #[target_feature(enable = $feat)]
             pub(crate) unsafe fn winograd_output(
                 g: &Geometry,
-                m: (&[f32], usize),
+                m: Products<'_>,
                 n: usize,
                 rows: Range<usize>,
                 e: &BlockEpilogue<'_>,

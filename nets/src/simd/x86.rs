@@ -12,7 +12,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::{Isa, Kernels, MatMut, RawTile};
-use crate::conv::winograd::{self, Geometry};
+use crate::conv::winograd::{self, Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
 /// Prefetches the line at `p` into L1 (the template's `$prefetch`).
