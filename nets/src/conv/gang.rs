@@ -145,12 +145,7 @@ impl Conv2d {
         let lag = if two.is_some() { 2 } else { 1 };
         let multiplies = two.map_or(0, |(t, _)| t.multiply_units().min(items));
         let buffers = workspace.buffers(self.engine.packed_len());
-        let work_len = self
-            .engine
-            .work_len(k)
-            .max(self.engine.pack_work_len())
-            .max(two.map_or(0, |(t, _)| t.finish_work_len()));
-        let work = scratch.take(work_len);
+        let work = scratch.take(self.work_len(k));
         // The block a step `behind` phases after packing works on in `phase`, if any.
         let block_at =
             |phase: usize, behind: usize| phase.checked_sub(behind).filter(|&b| b < blocks);
@@ -234,11 +229,16 @@ impl Conv2d {
         scratch: &'s mut Scratch,
     ) -> (&'s mut [f32], &'s mut [f32]) {
         let packed_len = self.engine.packed_len().next_multiple_of(16);
-        let work_len = self
-            .engine
+        scratch
+            .take(packed_len + self.work_len(channels))
+            .split_at_mut(packed_len)
+    }
+
+    /// Work memory for packing a block and for computing `channels` channels of it.
+    fn work_len(&self, channels: usize) -> usize {
+        self.engine
             .work_len(channels)
-            .max(self.engine.pack_work_len());
-        scratch.take(packed_len + work_len).split_at_mut(packed_len)
+            .max(self.engine.pack_work_len())
     }
 
     /// Computes `channels` of packed block `block` into a claim of that tile of `output`.

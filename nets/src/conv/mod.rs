@@ -286,10 +286,9 @@ pub(crate) trait TwoStep {
         units: Range<usize>,
         out: &mut MatMut<'_>,
     );
-    /// Floats of work memory `finish` needs.
-    fn finish_work_len(&self) -> usize;
     /// Turns block `block`'s `products` into output channels `channels` (`out`: those
-    /// channels × the block's pixels), with the epilogue.
+    /// channels × the block's pixels), with the epilogue; `work` holds
+    /// [`Engine::work_len`]`(channels.len())` floats, as for `compute`.
     #[allow(clippy::too_many_arguments)]
     fn finish(
         &self,

@@ -183,6 +183,37 @@ impl Winograd {
         (rows * self.geo.tw).next_multiple_of(self.nr)
     }
 
+    /// The GEMMs `M_ξ = U_ξ · V_ξ` of packed block `packed` (rows of `ldm` floats) for
+    /// each `ξ` of `xis`, restricted to output channels `channels`: `channels.len()` rows
+    /// of `out` per `ξ`, in order.
+    #[allow(clippy::too_many_arguments)]
+    fn gemms(
+        &self,
+        kernels: &Kernels,
+        blocking: &Blocking,
+        packed: &[f32],
+        ldm: usize,
+        xis: Range<usize>,
+        channels: Range<usize>,
+        out: &mut MatMut<'_>,
+    ) {
+        let per_xi = packed_b_len(self.geo.c, ldm / self.nr, self.nr);
+        let n = channels.len();
+        for (i, xi) in xis.enumerate() {
+            let mut view = out.sub(i * n, 0, n, ldm);
+            let v = &packed[xi * per_xi..(xi + 1) * per_xi];
+            gemm(
+                kernels,
+                blocking,
+                &self.weights[xi],
+                channels.clone(),
+                v,
+                &mut view,
+                None,
+            );
+        }
+    }
+
     /// Tile rows of the largest block (what the buffers are sized for).
     fn rows_per_block(&self) -> usize {
         self.th.div_ceil(self.blocks)
@@ -258,24 +289,12 @@ impl Engine for Winograd {
         // Rows of M span whole panels, so every micro-kernel call stores full tiles (the
         // lanes past the last tile hold products of zero lanes and are never read).
         let ldm = self.ldm(rows.len());
-        let per_xi = packed_b_len(self.geo.c, ldm / self.nr, self.nr);
         for s0 in (0..channels.len()).step_by(self.sub) {
             let n = self.sub.min(channels.len() - s0);
             let sub = channels.start + s0..channels.start + s0 + n;
             let (m, scratch) = work.split_at_mut(XI * n * ldm);
-            for (xi, mx) in m.chunks_exact_mut(n * ldm).enumerate() {
-                let mut view = MatMut::from_slice(mx, ldm, n, ldm);
-                let v = &packed[xi * per_xi..(xi + 1) * per_xi];
-                gemm(
-                    kernels,
-                    blocking,
-                    &self.weights[xi],
-                    sub.clone(),
-                    v,
-                    &mut view,
-                    None,
-                );
-            }
+            let mut view = MatMut::from_slice(m, ldm, XI * n, ldm);
+            self.gemms(kernels, blocking, packed, ldm, 0..XI, sub, &mut view);
             let e = BlockEpilogue {
                 bias: &epilogue.bias[s0..s0 + n],
                 residual: epilogue.residual.sub(s0, 0, n, out.cols()),
@@ -327,24 +346,7 @@ impl TwoStep for Winograd {
         out: &mut MatMut<'_>,
     ) {
         let ldm = self.ldm(self.block_tiles(block).len());
-        let per_xi = packed_b_len(self.geo.c, ldm / self.nr, self.nr);
-        for (i, xi) in units.enumerate() {
-            let mut view = out.sub(i * self.k, 0, self.k, ldm);
-            let v = &packed[xi * per_xi..(xi + 1) * per_xi];
-            gemm(
-                kernels,
-                blocking,
-                &self.weights[xi],
-                0..self.k,
-                v,
-                &mut view,
-                None,
-            );
-        }
-    }
-
-    fn finish_work_len(&self) -> usize {
-        output_work_len(self.rows_per_block() * self.geo.tw, self.geo.tw)
+        self.gemms(kernels, blocking, packed, ldm, units, 0..self.k, out);
     }
 
     fn finish(
