@@ -11,6 +11,8 @@
 //!         micro-kernel MR × NR over kc, epilogue after the last kc block
 //! ```
 //!
+//! Reductions of at most `STORE_BOUND_K` swap the two inner loops (its docs say why).
+//!
 //! Every element of `C` is one FMA chain over the reduction in order, then the epilogue,
 //! whatever the blocking, the tile or the rank that computes it.
 //!
@@ -20,7 +22,7 @@
 use std::ops::Range;
 
 use crate::cache::Blocking;
-use crate::simd::{Epilogue, Kernels, MatMut, Residual, prefetch};
+use crate::simd::{Epilogue, Kernels, MatMut, Residual};
 
 /// A row-major `rows × kdim` matrix packed into panels of `MR` rows, rows past the end
 /// zero, block by block of the reduction: for each `kc` block, every panel's `kc × MR`
@@ -171,52 +173,44 @@ pub fn gemm(
             let (i0, h) = (block.start, block.len());
             let first = rows.start + i0;
             let apanels = &a.data[k0 * apanels_total * mr + first / mr * a_step + first % mr..];
-            for jp in 0..panels {
-                let j0 = jp * nr;
-                if kdim <= PREFETCH_C_MAX_K {
-                    prefetch_columns(c, i0..i0 + h, (jp + PREFETCH_C_AHEAD) * nr, nr);
-                }
+            // Rows `r` of the block (`r.start` on a panel of it) times column panel `jp`.
+            let mut tile = |r: Range<usize>, jp: usize| {
+                let (j0, ri) = (jp * nr, i0 + r.start);
                 let w = nr.min(cols - j0);
                 let bpanel = &b[(jp * kdim + k0) * nr..(jp + 1) * kdim * nr];
                 let e = epilogue.filter(|_| last).map(|e| Epilogue {
-                    bias: &e.bias[i0..i0 + h],
-                    residual: e.residual.sub(i0, j0, h, w),
+                    bias: &e.bias[ri..i0 + r.end],
+                    residual: e.residual.sub(ri, j0, r.len(), w),
                     relu: e.relu,
                 });
-                let mut tile = c.sub(i0, j0, h, w);
-                kernels.gemm(kcb, apanels, a_step, bpanel, &mut tile, k0 > 0, e.as_ref());
+                let ap = &apanels[r.start / mr * a_step..];
+                let mut c = c.sub(ri, j0, r.len(), w);
+                kernels.gemm(kcb, ap, a_step, bpanel, &mut c, k0 > 0, e.as_ref());
+            };
+            if kdim <= STORE_BOUND_K {
+                for r0 in (0..h).step_by(mr) {
+                    (0..panels).for_each(|jp| tile(r0..(r0 + mr).min(h), jp));
+                }
+            } else {
+                (0..panels).for_each(|jp| tile(0..h, jp));
             }
         }
         k0 += kcb;
     }
 }
 
-/// Reductions up to this long prefetch the output tile [`PREFETCH_C_AHEAD`] column
-/// panels ahead. With so short a reduction a tile computes in a few hundred cycles and
-/// is bound by its stores; each of its rows lies in another output plane, too many
-/// streams for the hardware prefetcher, so every line's read-for-ownership missed in
-/// turn. VGG16's `conv1_1` (`C·kh·kw` = 27, 12.8 MB of output into a buffer a frame's
-/// FC weights had evicted) took 4.3 and 3.7 ms of a frame without, 2.7–3.0 with, one
-/// or two panels ahead (`frame --net vgg16 --width 1 --profile`, 2-core AVX-512 VM). On
-/// every layer it cost 3–5% in the Winograd GEMMs, whose outputs are hot, and did not
-/// change ResNet50's stem (147) or AlexNet's `conv1` (363).
-const PREFETCH_C_MAX_K: usize = 64;
-
-/// Column panels ahead that [`PREFETCH_C_MAX_K`] prefetches.
-const PREFETCH_C_AHEAD: usize = 2;
-
-/// Prefetches columns `from..from + width` (clipped to `c`) of `rows` of `c`.
-fn prefetch_columns(c: &MatMut<'_>, rows: Range<usize>, from: usize, width: usize) {
-    if from >= c.cols() {
-        return;
-    }
-    for r in rows {
-        let row = &c.row(r)[from..];
-        for line in (0..row.len().min(width)).step_by(16) {
-            prefetch(row[line..].as_ptr());
-        }
-    }
-}
+/// Reductions up to this long are bound by their stores: a tile computes in a few
+/// hundred cycles. There the block runs row panel by row panel, each weight micro-panel
+/// staying in L1 while the column panels come from L2, so the output is written along
+/// its rows: a few sequential streams, which the hardware prefetcher follows. Column panel
+/// by column panel (the order for longer reductions, the column panel in L1) writes a
+/// tile into each of the block's rows, each row in another output plane: too many streams
+/// for the prefetcher, so every line's read-for-ownership missed in turn. ResNet50's
+/// `64 → 256` 1×1 convs on 56×56 went from 133 to 175 GFLOP/s alone (`cargo bench -p
+/// taopipe-nets -- report`), and from 0.75 to 0.60–0.64 ms in a frame (`frame --net
+/// resnet50 --width 1 --profile`); VGG16's `conv1_1` (a reduction of 27) from 109 to
+/// 125. An earlier cure, prefetching the next tiles' output lines, is gone with it.
+const STORE_BOUND_K: usize = 64;
 
 #[cfg(test)]
 mod test;

@@ -402,17 +402,6 @@ impl<'a> Residual<'a> {
     }
 }
 
-/// Prefetches the cache line at `p` into L1: `prefetcht0` on x86-64 (SSE, which every
-/// x86-64 CPU has), nothing elsewhere (`core::arch::aarch64::_prefetch` is not stable
-/// yet; this is also the NEON template's `$prefetch`).
-#[inline(always)]
-pub(crate) fn prefetch(p: *const f32) {
-    #[cfg(target_arch = "x86_64")]
-    x86::prefetch(p);
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 /// Widest vector of any table, in floats.
 pub(crate) const MAX_LANES: usize = 16;
 

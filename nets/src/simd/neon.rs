@@ -6,7 +6,7 @@
 use std::arch::aarch64::*;
 use std::ops::Range;
 
-use super::{Isa, Kernels, MatMut, RawTile, prefetch};
+use super::{Isa, Kernels, MatMut, RawTile};
 use crate::conv::winograd::{self, Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
@@ -34,6 +34,11 @@ fn zero() -> float32x4_t {
 fn max(a: float32x4_t, b: float32x4_t) -> float32x4_t {
     vbslq_f32(vcgtq_f32(a, b), a, b)
 }
+
+/// The template's `$prefetch`: nothing (`core::arch::aarch64::_prefetch` is not stable
+/// yet).
+#[inline(always)]
+fn prefetch(_p: *const f32) {}
 
 isa_kernels!(
     mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
