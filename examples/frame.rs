@@ -214,12 +214,13 @@ fn main() -> anyhow::Result<()> {
     sayln!("{}", rt.topology());
     sayln!("isa: {isa}; convolutions: {:?}", cli.conv);
     sayln!(
-        "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame ({} residual adds in place); built in {:.2} s; {}, {} input; on place {place}",
+        "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame ({:.1} MB of them the gangs' workspace, allocated on first use; {} residual adds in place); built in {:.2} s; {}, {} input; on place {place}",
         cli.net,
         model.spec().len(),
         model.spec().units().len(),
         model.flops() as f64 / 1e9,
         model.frame_floats() as f64 * 4e-6,
+        model.workspace_floats() as f64 * 4e-6,
         model.in_place_layers(),
         build.as_secs_f64(),
         if cli.weights.is_some() {

@@ -227,3 +227,35 @@ impl Drop for Frame {
         }
     }
 }
+
+#[cfg(test)]
+mod test {
+    use taopipe_dsl::net;
+    use taopipe_runtime::{Place, Runtime};
+
+    use crate::{Model, RandomWeights};
+
+    /// The gangs' workspace is allocated by the first gang that runs a shared schedule:
+    /// never by frames at width 1, then by the first frame at width 2 (a Winograd layer of
+    /// one block, which shares out its two steps and needs both pairs).
+    #[test]
+    fn the_workspace_is_allocated_by_the_first_gang_that_uses_it() {
+        let spec = net! { one [32, 32, 32] =>
+            conv: conv(64, 3x3, pad 1) relu,
+        };
+        let model =
+            Model::build(spec.expect("a valid net"), &RandomWeights { seed: 5 }).expect("model");
+        assert!(model.workspace_floats() > 0, "the plan has a workspace");
+        let rt = Runtime::builder().workers(2).build().expect("runtime");
+        let input = vec![0.5; model.input_len()];
+        let allocated = |width: usize| {
+            let frame = model.frame_from(&input).expect("input length");
+            model.run(&rt, &frame, Place::new(0, width)).expect("runs");
+            let workspace = &frame.buffers.as_ref().expect("buffers").workspace;
+            (workspace.is_allocated(), workspace.products_allocated())
+        };
+        assert_eq!(allocated(1), (false, false), "width 1");
+        assert_eq!(allocated(1), (false, false), "width 1 again");
+        assert_eq!(allocated(2), (true, true), "width 2");
+    }
+}

@@ -279,40 +279,49 @@ impl WorkspaceLen {
 /// Buffers the ranks of a gang share, allocated on first use and then reused: a *packed*
 /// pair (a convolution packs an input block into one while the other is still being read)
 /// and a *products* pair (Winograd's GEMM products, read by its output transform one phase
-/// later). It lives with a frame's buffers, so a pooled frame allocates it once.
+/// later). It lives with a frame's buffers, so a pooled frame allocates it once, and only
+/// if a gang runs the shared schedule: a frame run at width 1 never does.
 #[derive(Debug, Default)]
 pub struct Workspace {
+    /// What the layers sharing it asked for at build: each pair is allocated this long.
+    planned: WorkspaceLen,
     buffers: OnceLock<[SharedSlice<f32>; 2]>,
     products: OnceLock<[SharedSlice<f32>; 2]>,
 }
 
 impl Workspace {
-    /// An empty workspace.
+    /// An empty workspace: each pair is allocated as long as its first caller asks.
     pub fn new() -> Workspace {
         Workspace::default()
     }
 
-    /// A workspace whose pairs are allocated now, `len` floats each (none for 0): what the
-    /// layers of a frame share, sized for the largest.
+    /// A workspace whose pairs, once asked for, are `len` floats each (or longer, if
+    /// asked): what the layers of a frame share, sized for the largest, so the first
+    /// layer to use a pair allocates it for all. Nothing is allocated now.
+    ///
+    /// ```
+    /// use taopipe_nets::{Workspace, WorkspaceLen};
+    ///
+    /// let ws = Workspace::with_len(WorkspaceLen { packed: 64, products: 0 });
+    /// assert!(!ws.is_allocated());
+    /// assert_eq!(ws.buffers(16)[0].len(), 64);
+    /// assert!(ws.is_allocated() && !ws.products_allocated());
+    /// ```
     pub fn with_len(len: WorkspaceLen) -> Workspace {
-        let workspace = Workspace::new();
-        if len.packed > 0 {
-            workspace.buffers(len.packed);
+        Workspace {
+            planned: len,
+            ..Workspace::default()
         }
-        if len.products > 0 {
-            workspace.products(len.products);
-        }
-        workspace
     }
 
-    /// The packed pair, of `len` floats each (allocated by the first caller; the others
-    /// wait).
+    /// The packed pair, at least `len` floats each (allocated by the first caller; the
+    /// others wait).
     ///
     /// # Panics
-    /// If the pair was allocated with fewer floats (layers sharing a workspace must
-    /// allocate it for the largest: [`Workspace::with_len`]).
+    /// If the pair was allocated with fewer floats (layers sharing a workspace must plan
+    /// it for the largest: [`Workspace::with_len`]).
     pub fn buffers(&self, len: usize) -> &[SharedSlice<f32>; 2] {
-        Workspace::pair(&self.buffers, len)
+        Workspace::pair(&self.buffers, len, self.planned.packed)
     }
 
     /// The products pair, of `len` floats each, as [`Workspace::buffers`].
@@ -320,11 +329,20 @@ impl Workspace {
     /// # Panics
     /// As [`Workspace::buffers`].
     pub fn products(&self, len: usize) -> &[SharedSlice<f32>; 2] {
-        Workspace::pair(&self.products, len)
+        Workspace::pair(&self.products, len, self.planned.products)
     }
 
-    fn pair(cell: &OnceLock<[SharedSlice<f32>; 2]>, len: usize) -> &[SharedSlice<f32>; 2] {
-        let pair = cell.get_or_init(|| [SharedSlice::zeroed(len), SharedSlice::zeroed(len)]);
+    /// The pair in `cell`, allocated `planned` floats long (or `len`, if longer) by the
+    /// first caller.
+    fn pair(
+        cell: &OnceLock<[SharedSlice<f32>; 2]>,
+        len: usize,
+        planned: usize,
+    ) -> &[SharedSlice<f32>; 2] {
+        let pair = cell.get_or_init(|| {
+            let n = len.max(planned);
+            [SharedSlice::zeroed(n), SharedSlice::zeroed(n)]
+        });
         assert!(
             pair[0].len() >= len,
             "workspace of {} floats, {len} asked",

@@ -524,8 +524,9 @@ impl Model {
         Ok(Frame::new(buffers, self.pool.clone()))
     }
 
-    /// Floats one frame's buffers hold: the input, the memory plan's output buffers and
-    /// the shared workspace's buffers. What a frame in flight costs in memory.
+    /// Floats one frame's buffers hold at most: the input, the memory plan's output
+    /// buffers and the shared workspace's buffers ([`Model::workspace_floats`], allocated
+    /// only if a gang uses them). What a frame in flight costs in memory.
     ///
     /// ```
     /// use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
@@ -537,9 +538,14 @@ impl Model {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn frame_floats(&self) -> usize {
-        self.input_len()
-            + self.memory.sizes().iter().sum::<usize>()
-            + self.memory.workspace_len().floats()
+        self.input_len() + self.memory.sizes().iter().sum::<usize>() + self.workspace_floats()
+    }
+
+    /// Floats of a frame's shared workspace ([`Workspace`]): each of its two pairs is
+    /// allocated by the first gang that runs a layer's shared schedule with it, so a frame
+    /// run at width 1 never holds them.
+    pub fn workspace_floats(&self) -> usize {
+        self.memory.workspace_len().floats()
     }
 
     /// Buffer sets of finished frames waiting in the pool (at most

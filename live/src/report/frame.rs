@@ -19,9 +19,12 @@ pub struct FrameReport {
     pub units: usize,
     /// Floating-point operations of one frame, in GFLOP (multiply-add = 2).
     pub gflop_per_frame: f64,
-    /// Activation buffers one frame holds, in MB (10⁶ bytes): the memory plan's, or one
-    /// per layer with `keep_outputs`.
+    /// Buffers one frame holds at most, in MB (10⁶ bytes): the input, the activations
+    /// (the memory plan's, or one per layer with `keep_outputs`) and the gangs' workspace.
     pub frame_buffer_mb: f64,
+    /// The part of `frame_buffer_mb` that is the gangs' workspace, allocated only by a
+    /// gang that uses it (never at width 1).
+    pub workspace_mb: f64,
     /// Residual convs that write over their shortcut's buffer and read the residual from it
     /// ([`Model::in_place_layers`](taopipe_nets::Model::in_place_layers)).
     pub residuals_in_place: usize,
@@ -151,6 +154,7 @@ impl FrameReport {
             units: model.spec().units().len(),
             gflop_per_frame: gflop,
             frame_buffer_mb: model.frame_floats() as f64 * 4e-6,
+            workspace_mb: model.workspace_floats() as f64 * 4e-6,
             residuals_in_place: model.in_place_layers(),
             workers,
             width: place.width(),
