@@ -205,12 +205,19 @@ pub fn gemm(
 /// its rows: a few sequential streams, which the hardware prefetcher follows. Column panel
 /// by column panel (the order for longer reductions, the column panel in L1) writes a
 /// tile into each of the block's rows, each row in another output plane: too many streams
-/// for the prefetcher, so every line's read-for-ownership missed in turn. ResNet50's
-/// `64 → 256` 1×1 convs on 56×56 went from 133 to 175 GFLOP/s alone (`cargo bench -p
-/// taopipe-nets -- report`), and from 0.75 to 0.60–0.64 ms in a frame (`frame --net
-/// resnet50 --width 1 --profile`); VGG16's `conv1_1` (a reduction of 27) from 109 to
-/// 125. An earlier cure, prefetching the next tiles' output lines, is gone with it.
-const STORE_BOUND_K: usize = 64;
+/// for the prefetcher, so every line's read-for-ownership missed in turn. An earlier cure,
+/// prefetching the next tiles' output lines, is gone with it. Measured on a 2-core
+/// AVX-512 Xeon VM:
+/// - at 64: ResNet50's `64 → 256` 1×1 convs on 56×56 went from 133 to 175 GFLOP/s alone
+///   (`cargo bench -p taopipe-nets -- report`), and from 0.75 to 0.60–0.64 ms in a frame
+///   (`frame --net resnet50 --width 1 --profile`); VGG16's `conv1_1` (a reduction of 27)
+///   from 2.43–2.59 to 1.74–2.00 ms in a frame;
+/// - at 192 against 64 (ResNet50's stem, 147, and its `128 → 512` 1×1 convs join): four
+///   `--profile` rounds each put the stem at 1.60 against 1.79 ms at width 1 and 0.82
+///   against 0.89 at width 2, and the whole frame 1.8% faster at both widths. Alone, with
+///   its output hot, the stem was level at width 1 and 6% slower at width 2: the order
+///   pays where the output is cold, as in a frame.
+const STORE_BOUND_K: usize = 192;
 
 #[cfg(test)]
 mod test;
