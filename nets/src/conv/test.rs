@@ -150,6 +150,20 @@ fn multi_block_layers_match_naive() {
     }
 }
 
+/// A Winograd block of one vector of tiles (16 on 13×13: half an AVX-512 panel) computes
+/// its tiles alone by the narrow kernel (`Winograd::gemms`): against the naive conv on
+/// every path.
+#[test]
+fn a_winograd_block_of_one_vector_of_tiles_matches_naive() {
+    let (conv, x) = random_conv(
+        Conv2dParams::new(32, 40, 3, 1, 1),
+        Shape::new(32, 13, 13),
+        9,
+    );
+    assert!(ConvAlgo::Winograd.applies(conv.params()));
+    check_against_naive(&conv, &x);
+}
+
 #[test]
 fn chunk_rule() {
     let conv = |k: usize| {

@@ -183,24 +183,40 @@ impl Winograd {
         (rows * self.geo.tw).next_multiple_of(self.nr)
     }
 
-    /// The GEMMs `M_ξ = U_ξ · V_ξ` of packed block `packed` (rows of `ldm` floats) for
-    /// each `ξ` of `xis`, restricted to output channels `channels`: `channels.len()` rows
-    /// of `out` per `ξ`, in order.
+    /// The GEMMs `M_ξ = U_ξ · V_ξ` of packed block `packed` (`tiles` tiles, rows of
+    /// [`Winograd::ldm`] floats) for each `ξ` of `xis`, restricted to output channels
+    /// `channels`: `channels.len()` rows of `out` per `ξ`, in order.
+    ///
+    /// A short last panel of one vector of tiles computes those alone, by the narrow
+    /// kernel; any other computes the whole panel (its lanes past the last tile hold
+    /// products of zero lanes and are never read). With AVX-512's 32-wide panels the
+    /// block of a 14×14 or 13×13 layer is 16 tiles, half a panel: ResNet50's layer3 3×3
+    /// convs went from 1.41–1.45 to 1.26–1.29 ms and AlexNet's `conv3`–`conv5` from
+    /// 1.52, 2.00 and 1.35 to 1.36, 1.81 and 1.23 (`frame --width 1 --profile`, means of
+    /// four rounds taking turns with the build before, 2-core AVX-512 Xeon VM). Other
+    /// short panels stay whole: 17 tiles (16 by the narrow kernel, one by the lane
+    /// kernel) took layer2's 3×3 convs from 0.96–0.99 to 1.02–1.04 ms, and 2 tiles (the
+    /// lane kernel) left layer1's level.
     #[allow(clippy::too_many_arguments)]
     fn gemms(
         &self,
         kernels: &Kernels,
         blocking: &Blocking,
         packed: &[f32],
-        ldm: usize,
+        tiles: usize,
         xis: Range<usize>,
         channels: Range<usize>,
         out: &mut MatMut<'_>,
     ) {
+        let ldm = tiles.next_multiple_of(self.nr);
+        let cols = match kernels.narrow_cols() {
+            Some(one) if tiles % self.nr == one => tiles,
+            _ => ldm,
+        };
         let per_xi = packed_b_len(self.geo.c, ldm / self.nr, self.nr);
         let n = channels.len();
         for (i, xi) in xis.enumerate() {
-            let mut view = out.sub(i * n, 0, n, ldm);
+            let mut view = out.sub(i * n, 0, n, cols);
             let v = &packed[xi * per_xi..(xi + 1) * per_xi];
             gemm(
                 kernels,
@@ -286,15 +302,14 @@ impl Engine for Winograd {
         work: &mut [f32],
     ) {
         let rows = self.block_tiles(block);
-        // Rows of M span whole panels, so every micro-kernel call stores full tiles (the
-        // lanes past the last tile hold products of zero lanes and are never read).
         let ldm = self.ldm(rows.len());
         for s0 in (0..channels.len()).step_by(self.sub) {
             let n = self.sub.min(channels.len() - s0);
             let sub = channels.start + s0..channels.start + s0 + n;
             let (m, scratch) = work.split_at_mut(XI * n * ldm);
             let mut view = MatMut::from_slice(m, ldm, XI * n, ldm);
-            self.gemms(kernels, blocking, packed, ldm, 0..XI, sub, &mut view);
+            let tiles = rows.len() * self.geo.tw;
+            self.gemms(kernels, blocking, packed, tiles, 0..XI, sub, &mut view);
             let e = BlockEpilogue {
                 bias: &epilogue.bias[s0..s0 + n],
                 residual: epilogue.residual.sub(s0, 0, n, out.cols()),
@@ -345,8 +360,8 @@ impl TwoStep for Winograd {
         units: Range<usize>,
         out: &mut MatMut<'_>,
     ) {
-        let ldm = self.ldm(self.block_tiles(block).len());
-        self.gemms(kernels, blocking, packed, ldm, units, 0..self.k, out);
+        let tiles = self.block_tiles(block).len() * self.geo.tw;
+        self.gemms(kernels, blocking, packed, tiles, units, 0..self.k, out);
     }
 
     fn finish(

@@ -554,6 +554,11 @@ impl Kernels {
         }
     }
 
+    /// Columns the narrow kernel computes in place (one vector), if the table has one.
+    pub(crate) fn narrow_cols(&self) -> Option<usize> {
+        self.gemm_narrow.map(|_| self.lanes)
+    }
+
     /// Floats the lane kernel reads from the start of a panel's `k` step: whole vectors
     /// of `lanes` rows, past `MR` where it is not a multiple of `lanes`.
     pub(crate) fn lane_span(&self) -> usize {
