@@ -183,7 +183,7 @@ impl Winograd {
         (rows * self.geo.tw).next_multiple_of(self.nr)
     }
 
-    /// The GEMMs `M_ξ = U_ξ · V_ξ` of packed block `packed` (`tiles` tiles, rows of
+    /// The GEMMs `M_ξ = U_ξ · V_ξ` of packed block `packed` (`rows` tile rows, rows of
     /// [`Winograd::ldm`] floats) for each `ξ` of `xis`, restricted to output channels
     /// `channels`: `channels.len()` rows of `out` per `ξ`, in order.
     ///
@@ -203,12 +203,12 @@ impl Winograd {
         kernels: &Kernels,
         blocking: &Blocking,
         packed: &[f32],
-        tiles: usize,
+        rows: usize,
         xis: Range<usize>,
         channels: Range<usize>,
         out: &mut MatMut<'_>,
     ) {
-        let ldm = tiles.next_multiple_of(self.nr);
+        let (tiles, ldm) = (rows * self.geo.tw, self.ldm(rows));
         let cols = match kernels.narrow_cols() {
             Some(one) if tiles % self.nr == one => tiles,
             _ => ldm,
@@ -308,8 +308,7 @@ impl Engine for Winograd {
             let sub = channels.start + s0..channels.start + s0 + n;
             let (m, scratch) = work.split_at_mut(XI * n * ldm);
             let mut view = MatMut::from_slice(m, ldm, XI * n, ldm);
-            let tiles = rows.len() * self.geo.tw;
-            self.gemms(kernels, blocking, packed, tiles, 0..XI, sub, &mut view);
+            self.gemms(kernels, blocking, packed, rows.len(), 0..XI, sub, &mut view);
             let e = BlockEpilogue {
                 bias: &epilogue.bias[s0..s0 + n],
                 residual: epilogue.residual.sub(s0, 0, n, out.cols()),
@@ -360,8 +359,8 @@ impl TwoStep for Winograd {
         units: Range<usize>,
         out: &mut MatMut<'_>,
     ) {
-        let tiles = self.block_tiles(block).len() * self.geo.tw;
-        self.gemms(kernels, blocking, packed, tiles, units, 0..self.k, out);
+        let rows = self.block_tiles(block).len();
+        self.gemms(kernels, blocking, packed, rows, units, 0..self.k, out);
     }
 
     fn finish(
