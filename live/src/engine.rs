@@ -28,7 +28,20 @@
 //! slowed to a fifth put it on that core's stage, and with a re-tune's α of 1 the search
 //! stopped before moving it off (`tests/engine.rs`, a worker slowed mid-run: the one-stage
 //! configuration won at 75–77 ms in 5 of 8 runs where a split measured 28 ms in the
-//! others). Its trials serve
+//! others). Two rules keep those weights from hiding the change they are meant to
+//! measure:
+//! - they are read when the configuration begins to serve, not when the change is seen:
+//!   the table's moving averages weigh each run by a quarter, so by then a slowed stage's
+//!   units weighed what they take on the slowed core, and the speeds measured against
+//!   them came out near 1 (VGG16, worker 1 at powersave: speed 0.9, the split `[12,9]`
+//!   ranked first, 8 trials to reach `[13,8]`; read before, `[13,8]` is the first seed);
+//! - a time taken at a place counts as that time on a worker of speed 1: times the
+//!   place's width and its slowest worker's speed as the last re-tune measured it (all
+//!   1 until then). Otherwise the units a slowed core served weigh twice their work, and
+//!   when the core comes back it looks twice as fast as the other (the split `[8,13]`
+//!   ranked first where `[10,11]` was best; `test::units_served_on_a_slowed_core_weigh_their_work_so_its_return_shows`).
+//!
+//! Its trials serve
 //! frames too; then the best serves, watched against its trial's times. The report marks
 //! every change and re-tune ([`What`]).
 //!
@@ -72,7 +85,7 @@ use taopipe_nets::{Frame, Isa, Model};
 use taopipe_runtime::{EmulationSchedule, Place, Runtime, StopSignal};
 use taopipe_tuner::{
     Change, Configuration, PipeSearch, SearchError, SearchResult, StageTimes, StopReason,
-    WarmStart, Watch, retune,
+    WarmStart, Watch, retune, worker_speeds,
 };
 
 use crate::LiveError;
@@ -100,6 +113,9 @@ pub struct Engine<'rt> {
     pace: Option<f64>,
     tuned: Option<SearchResult>,
     config: Configuration,
+    /// Each worker's speed relative to the fastest, as the last re-tune measured it (all
+    /// 1 until then): the speeds the units' served times were taken at (module docs).
+    speeds: Vec<f64>,
     handle: Handle,
 }
 
@@ -112,8 +128,8 @@ enum Retune {
         /// The changed stage's time in that trial, ms.
         now_ms: f64,
     },
-    /// The configuration to serve.
-    Found(SearchResult),
+    /// The configuration to serve, and the workers' speeds the re-tune measured.
+    Found(SearchResult, Vec<f64>),
 }
 
 /// Reaches a running engine from any thread or from the sink ([`Engine::handle`]).
@@ -167,6 +183,7 @@ impl<'rt> Engine<'rt> {
             pace: None,
             tuned: None,
             config,
+            speeds: vec![1.0; rt.num_workers()],
             handle: Handle::default(),
         })
     }
@@ -355,6 +372,8 @@ impl<'rt> Engine<'rt> {
     fn serve_watched(&mut self, server: &mut Server<'_>) -> Result<Vec<Event>, LiveError> {
         let mut events = Vec::new();
         let mut expected = self.tuned.as_ref().map(|t| t.best_times.clone());
+        // Each unit's time as served, taken before the configuration serves (module docs).
+        let mut weights = self.served_unit_weights();
         loop {
             if server.stopped() {
                 return Ok(events);
@@ -384,7 +403,9 @@ impl<'rt> Engine<'rt> {
                 what,
             }));
             let from = self.config.to_string();
-            let found = match self.retune_on(server, probe)? {
+            // (Taken now if the units had no time yet when serving began.)
+            let unit_weights = weights.clone().or_else(|| self.served_unit_weights());
+            let found = match self.retune_on(server, probe, unit_weights.as_deref())? {
                 Retune::Ended => return Ok(events),
                 Retune::Dismissed { now_ms } => {
                     events.push(Event {
@@ -397,10 +418,14 @@ impl<'rt> Engine<'rt> {
                     expected = change.map(|c| StageTimes::new(c.reference_ms));
                     continue;
                 }
-                Retune::Found(found) => found,
+                Retune::Found(found, speeds) => {
+                    self.speeds = speeds;
+                    found
+                }
             };
             self.config = found.best.clone();
             expected = Some(found.best_times.clone());
+            weights = self.served_unit_weights();
             events.push(Event {
                 at_s: server.now_s(),
                 frame: server.delivered(),
@@ -420,19 +445,21 @@ impl<'rt> Engine<'rt> {
         }
     }
 
-    /// A warm re-tune on the server's next frames (module docs). The configuration serving
-    /// is timed first; if that trial does not confirm `change` (the stage that moved is
-    /// back within the watch's threshold of what it was), the change was a passing one
-    /// and nothing is searched.
+    /// A warm re-tune on the server's next frames (module docs), over units of `weights`
+    /// (each unit's time as served before the change). The configuration serving is timed
+    /// first; if that trial does not confirm `change` (the stage that moved is back within
+    /// the watch's threshold of what it was), the change was a passing one and nothing is
+    /// searched.
     fn retune_on(
         &self,
         server: &mut Server<'_>,
         change: Option<&Change>,
+        weights: Option<&[u64]>,
     ) -> Result<Retune, LiveError> {
         let (rt, spec) = (self.rt, self.model.spec());
         let c = self.options.stage_limit(rt, &self.model);
-        let weights = match self.served_unit_weights() {
-            Some(weights) => weights,
+        let weights = match weights {
+            Some(weights) => weights.to_vec(),
             None => Seeds::from_net(spec, c.max(1))?.weights().to_vec(),
         };
         let mut measure = ServedMeasure::new(server, self.options.stability());
@@ -450,6 +477,7 @@ impl<'rt> Engine<'rt> {
             Err(e) => return ended(&measure, e),
         };
         let per_worker_ms = measure.per_worker_ms.clone();
+        let speeds = worker_speeds(&self.config, &weights, &per_worker_ms);
         if let (Some(change), Some(watch)) = (change, self.options.watch) {
             let now_ms = times.stage_ms.get(change.stage).copied().unwrap_or(0.0);
             let shift = (now_ms / change.was_ms).max(change.was_ms / now_ms);
@@ -464,15 +492,36 @@ impl<'rt> Engine<'rt> {
         };
         let search = PipeSearch::on(self.options.retune_alpha, allowed_places(rt));
         match retune(&search, &weights, c, start, &mut measure) {
-            Ok(found) => Ok(Retune::Found(found)),
+            Ok(found) => {
+                // A pipeline's stages tell its workers apart; a gang's workers share one
+                // time, so a one-stage winner keeps the speeds of the trial above.
+                let speeds = if found.best.stage_count() > 1 {
+                    let workers = rt.num_workers();
+                    let per_worker = per_worker_of_stages(&found.best, &found.best_times, workers);
+                    worker_speeds(&found.best, &weights, &per_worker)
+                } else {
+                    speeds
+                };
+                Ok(Retune::Found(found, speeds))
+            }
             Err(SearchError::Measure(e)) => ended(&measure, e),
             Err(e) => Err(e.into()),
         }
     }
 
-    /// Each unit's time per frame as it was served, in µs: the runtime's trace table at
-    /// the place of the unit's stage (module docs). `None` where a unit that runs a task
-    /// has no time there; a unit without one (a lone flatten) weighs 1.
+    /// Each unit's weight: its time per frame as it was served, in µs, on a worker of speed
+    /// 1 (the runtime's trace table at the place of the unit's stage, times the place's
+    /// width and its slowest worker's speed in [`Engine::speeds`]; module docs). `None`
+    /// where a unit that runs a task has no time there; a unit without one (a lone
+    /// flatten) weighs 1.
+    ///
+    /// The engine takes it when a configuration starts serving, not when a change is seen:
+    /// the table's moving averages weigh the newest run by a quarter, so by the time a
+    /// change is confirmed a slowed stage's units already weigh about what they take on the
+    /// slowed core, and the speeds measured against them come out near 1. With VGG16 and
+    /// worker 1 slowed to half speed, a re-tune that took the weights then measured worker
+    /// 1 at 0.9 of worker 0's speed, ranked the split `[12,9]` first, and needed 8 trials
+    /// to reach `[13,8]`.
     fn served_unit_weights(&self) -> Option<Vec<u64>> {
         let trace = self.rt.trace_table();
         let units = self.model.spec().units();
@@ -481,6 +530,7 @@ impl<'rt> Engine<'rt> {
             let times = self
                 .model
                 .layer_times(&trace, Place::new(stage.leader, stage.width));
+            let speeds = self.speeds.get(stage.leader..stage.leader + stage.width)?;
             for unit in units.get(range)? {
                 let layers = unit.layers();
                 let (timed, seconds) = times
@@ -490,7 +540,7 @@ impl<'rt> Engine<'rt> {
                 if timed < layers.filter(|&i| self.model.runs_task(i)).count() {
                     return None;
                 }
-                weights.push((seconds * 1e6).round().max(1.0) as u64);
+                weights.push(unit_work(seconds, speeds));
             }
         }
         (weights.len() == units.len()).then_some(weights)
@@ -588,6 +638,28 @@ impl<'rt> Engine<'rt> {
     }
 }
 
+/// Each of `workers` workers' time per frame from a configuration's stage times: its
+/// stage's time (0, read as "no time", for a worker outside every stage).
+fn per_worker_of_stages(config: &Configuration, times: &StageTimes, workers: usize) -> Vec<f64> {
+    let mut ms = vec![0.0; workers];
+    for ((leader, width), &t) in config.places().into_iter().zip(&times.stage_ms) {
+        if let Some(stage) = ms.get_mut(leader..leader + width) {
+            stage.fill(t);
+        }
+    }
+    ms
+}
+
+/// A unit's weight for a re-tune: its time of `seconds` at a place whose workers have
+/// `speeds`, as µs on one worker of speed 1 (`width × slowest speed` such workers run
+/// that place; module docs).
+fn unit_work(seconds: f64, speeds: &[f64]) -> u64 {
+    let slowest = speeds.iter().copied().fold(f64::INFINITY, f64::min);
+    (seconds * 1e6 * speeds.len() as f64 * slowest)
+        .round()
+        .max(1.0) as u64
+}
+
 /// What a segment that ended with `change` and/or a `forced` re-tune logs, in order, and
 /// the change the re-tune's first trial must confirm: none when a re-tune was asked for,
 /// which is never dismissed (a change seen on the same frame is still logged).
@@ -614,6 +686,36 @@ mod test {
             window_ms: vec![20.0],
             reference_ms: vec![10.0],
         }
+    }
+
+    #[test]
+    fn units_served_on_a_slowed_core_weigh_their_work_so_its_return_shows() {
+        // Six units of equal work, split 3 + 3; worker 1 ran at half speed while they
+        // were served, so its units took 20 ms each against 10 on worker 0.
+        let config = Configuration::contiguous(&[3, 3], 2).expect("config");
+        let speeds = [1.0, 0.5];
+        let weights: Vec<u64> = [0.010, 0.010, 0.010, 0.020, 0.020, 0.020]
+            .iter()
+            .enumerate()
+            .map(|(u, &s)| unit_work(s, &speeds[u / 3..u / 3 + 1]))
+            .collect();
+        assert_eq!(weights, vec![10_000; 6]);
+        // Worker 1 is back at full speed: both stages take 30 ms, and so do the workers.
+        assert_eq!(
+            worker_speeds(&config, &weights, &[30.0, 30.0]),
+            vec![1.0, 1.0]
+        );
+        // Weighed by their times alone, worker 1 would look twice as fast as worker 0.
+        let timed: Vec<u64> = [10_000, 10_000, 10_000, 20_000, 20_000, 20_000].to_vec();
+        assert_eq!(
+            worker_speeds(&config, &timed, &[30.0, 30.0]),
+            vec![0.5, 1.0]
+        );
+        // A gang of both workers, one at half speed, does the work of one worker of speed 1.
+        assert_eq!(unit_work(0.010, &[1.0, 0.5]), 10_000);
+        // A two-stage winner's stage times are its workers' times.
+        let times = StageTimes::new(vec![30.0, 60.0]);
+        assert_eq!(per_worker_of_stages(&config, &times, 3), vec![30.0, 60.0, 0.0]);
     }
 
     #[test]
