@@ -715,7 +715,10 @@ mod test {
         assert_eq!(unit_work(0.010, &[1.0, 0.5]), 10_000);
         // A two-stage winner's stage times are its workers' times.
         let times = StageTimes::new(vec![30.0, 60.0]);
-        assert_eq!(per_worker_of_stages(&config, &times, 3), vec![30.0, 60.0, 0.0]);
+        assert_eq!(
+            per_worker_of_stages(&config, &times, 3),
+            vec![30.0, 60.0, 0.0]
+        );
     }
 
     #[test]
