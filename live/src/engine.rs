@@ -515,13 +515,8 @@ impl<'rt> Engine<'rt> {
     /// where a unit that runs a task has no time there; a unit without one (a lone
     /// flatten) weighs 1.
     ///
-    /// The engine takes it when a configuration starts serving, not when a change is seen:
-    /// the table's moving averages weigh the newest run by a quarter, so by the time a
-    /// change is confirmed a slowed stage's units already weigh about what they take on the
-    /// slowed core, and the speeds measured against them come out near 1. With VGG16 and
-    /// worker 1 slowed to half speed, a re-tune that took the weights then measured worker
-    /// 1 at 0.9 of worker 0's speed, ranked the split `[12,9]` first, and needed 8 trials
-    /// to reach `[13,8]`.
+    /// The engine takes it when a configuration starts serving, not when a change is seen
+    /// (module docs say why).
     fn served_unit_weights(&self) -> Option<Vec<u64>> {
         let trace = self.rt.trace_table();
         let units = self.model.spec().units();
