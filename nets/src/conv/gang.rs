@@ -1,12 +1,12 @@
-//! How the ranks of a gang share one convolution, packing each input block once.
+//! How the ranks of a gang share one convolution.
 //!
 //! Ranks do not split the layer in fixed shares: they claim items of work as they get
 //! free ([`TaskCtx::share`]), so a rank that starts late or runs slow (the OS or a
 //! hypervisor took its core, a governor slowed it) takes fewer items instead of holding
-//! the layer back. Which rank computes an item never changes its bits. Two schedules;
+//! the layer back. Which rank computes an item never changes its bits. Three schedules;
 //! [`Schedule::choose`] takes the one whose busiest rank has the least work under an even
 //! split (by whole blocks or whole weight panels), *private* unless *shared* wins by a
-//! margin (`SHARED_MARGIN`):
+//! margin (`SHARED_MARGIN`), and *replicated* in place of shared where packing is cheap:
 //!
 //! - **Private**: one item per block. The rank that claims it packs the block into its
 //!   own scratch and computes every output channel of it. No waiting. Best when there are
@@ -17,6 +17,19 @@
 //!   alternate, so packing block `b + 1` shares a phase with computing block `b`: `blocks +
 //!   1` phases in all. Best when there are few blocks (late layers: VGG16's `conv4`/`conv5`
 //!   are one block each).
+//!
+//! - **Replicated**: where the shared schedule would win but packing a block is cheap
+//!   against multiplying it ([`Schedule::choose`]'s rule), every rank packs each block into
+//!   its own scratch, then ranks claim groups of its output channels, two per rank. Each
+//!   rank then reads a block that its own core wrote and its L2 holds, instead of half of
+//!   one from the other core. ResNet50's one-block direct layers at width 2, alone
+//!   (`cargo bench -p taopipe-nets --bench bench_main -- "conv/w2/rn.l(3.c1|3.c2.s2|4.c1|4.c2)$"`),
+//!   went from 0.42, 1.15, 0.40 and 0.99 ms to 0.35, 0.91, 0.36 and 0.91, and the whole
+//!   frame from 27.0–28.8 to 26.1–27.5 ms (`frame --net resnet50 --width 2`, six
+//!   interleaved runs each on a 2-core AVX-512 Xeon VM). A Winograd block's transform
+//!   costs too much to do twice: replicated, ResNet50's 28×28 and 14×14 Winograd layers
+//!   went from 0.57 and 0.69 to 0.75 and 0.80 ms (`--profile`), so two-step engines stay
+//!   shared.
 //!
 //!   Winograd computes in two steps ([`TwoStep`]): its 36 GEMMs, shared out by transform
 //!   position `ξ` (each over every output channel), into a products buffer the gang shares;
@@ -33,9 +46,11 @@
 //! VM, `frame --width 2`, the mean of 3–4 runs' medians each). On 16 ranks the one shared
 //! counter costs ResNet50 about 8% (README, "Against ONNX Runtime").
 //!
-//! Either way each input element is packed once per frame whatever the width, and each
-//! output element is computed by the operations of [`Kernel::compute_chunks`], so the
-//! result has its bits.
+//! Private and shared pack each input element once per frame whatever the width;
+//! replicated packs it once per rank, a trade the issue that asked for one pack a frame
+//! did not foresee, taken only where it measured faster. Every schedule computes each
+//! output element by the operations of [`Kernel::compute_chunks`], so the result has its
+//! bits.
 //!
 //! [`Kernel::compute_chunks`]: crate::Kernel::compute_chunks
 //! [`TwoStep`]: super::TwoStep
@@ -50,13 +65,31 @@ use crate::kernel::{Scratch, Workspace, gang_items};
 use crate::simd::MatMut;
 
 /// Which schedule a gang runs (module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Schedule {
     /// Whole blocks per rank.
     Private,
     /// Every block packed together, then output channels per rank.
     Shared,
+    /// Every rank packs each block itself, then output channels per rank.
+    Replicated,
 }
+
+/// What packing one block costs against multiplying it, for [`Schedule::choose`]: `None`
+/// where a block cannot be packed by every rank (a two-step engine).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PackCost {
+    /// Floats a block's pack writes.
+    pub(crate) packed: usize,
+    /// FLOPs of a block's GEMMs.
+    pub(crate) flops: u64,
+}
+
+/// What writing one packed float costs, in FLOPs of the GEMM at its rate (a decision,
+/// from a measurement): ResNet50's `256 → 256` stride-2 3×3 im2col packed 0.52 M floats
+/// in 222–237 µs where its 231 MFLOP took 1.13 ms, about 90 FLOPs a float; a 1×1 conv's
+/// pack, a copy, about 40 (2-core AVX-512 Xeon VM, scratch timers around the steps).
+const PACK_FLOPS: u64 = 64;
 
 /// The fraction of the private schedule's busiest share that the shared one's must stay
 /// under to be chosen (a decision, from a measurement). VGG16's `conv1_2` (Winograd, 19
@@ -67,12 +100,28 @@ pub(crate) enum Schedule {
 /// 86 against 43) still runs shared.
 const SHARED_MARGIN: (usize, usize) = (9, 10);
 
+/// Groups of output channels per rank in the replicated schedule (a decision, from a
+/// measurement). Each group reads the whole packed block again; one group per rank
+/// leaves a late rank's share to it alone. Two and one measured level in ResNet50 frames
+/// at width 2 (27.3–28.3 against 26.8–28.4 ms, three runs each); four took its
+/// one-block layers from −1% to +7% of two's time alone (the bench in the module docs).
+const REPLICATED_GROUPS_PER_RANK: usize = 2;
+
 impl Schedule {
     /// The schedule whose busiest rank does the least: `ceil(blocks / w)` blocks, against
     /// `ceil(panels / w)` of the `panels` weight panels of every block. Shared is chosen only
     /// where its busiest rank does less than [`SHARED_MARGIN`] of the private one's: its
     /// phases end in waits that private blocks do not have.
-    pub(crate) fn choose(blocks: usize, panels: usize, width: usize) -> Schedule {
+    ///
+    /// Where shared wins, replicated replaces it if the `w − 1` packs of a block that it
+    /// adds cost at most half of the block's GEMMs (`pack` and [`PACK_FLOPS`]): at width 2
+    /// every one-block direct layer of ResNet50 and AlexNet, at 16 none.
+    pub(crate) fn choose(
+        blocks: usize,
+        panels: usize,
+        width: usize,
+        pack: Option<PackCost>,
+    ) -> Schedule {
         if width <= 1 {
             return Schedule::Private;
         }
@@ -80,10 +129,13 @@ impl Schedule {
         let private = blocks.div_ceil(width) * panels;
         let shared = panels.div_ceil(width) * blocks;
         let (num, den) = SHARED_MARGIN;
-        if shared * den < private * num {
-            Schedule::Shared
-        } else {
-            Schedule::Private
+        if shared * den >= private * num {
+            return Schedule::Private;
+        }
+        let repeated = |p: PackCost| (width as u64 - 1) * p.packed as u64 * PACK_FLOPS;
+        match pack {
+            Some(p) if 2 * repeated(p) <= p.flops => Schedule::Replicated,
+            _ => Schedule::Shared,
         }
     }
 }
@@ -103,7 +155,7 @@ impl Conv2d {
         let mr = self.kernels.mr;
         let blocks = self.engine.blocks();
         let panels = k.div_ceil(mr);
-        match Schedule::choose(blocks, panels, width) {
+        match Schedule::choose(blocks, panels, width, self.pack_cost()) {
             Schedule::Private => {
                 let (packed, work) = self.scratch(k, scratch);
                 ctx.share(
@@ -117,7 +169,50 @@ impl Conv2d {
                 );
             }
             Schedule::Shared => self.run_shared(ctx, inputs, output, workspace, scratch),
+            Schedule::Replicated => self.run_replicated(ctx, inputs, output, scratch),
         }
+    }
+
+    /// What packing a block costs against its GEMMs, where every rank may pack it.
+    pub(crate) fn pack_cost(&self) -> Option<PackCost> {
+        self.engine.two_step().is_none().then(|| PackCost {
+            packed: self.engine.packed_len(),
+            flops: crate::Kernel::flops(self) / self.engine.blocks() as u64,
+        })
+    }
+
+    /// The replicated schedule (module docs). Items are (block, group of output channels),
+    /// block by block in one phase: no item waits for another rank, since each packs
+    /// what it multiplies, when it first claims an item of a block it does not hold.
+    fn run_replicated(
+        &self,
+        ctx: &TaskCtx<'_>,
+        inputs: &[&[f32]],
+        output: &SharedSlice<f32>,
+        scratch: &mut Scratch,
+    ) {
+        let k = self.params.out_channels;
+        let mr = self.kernels.mr;
+        let blocks = self.engine.blocks();
+        let panels = k.div_ceil(mr);
+        let groups = panels.min(REPLICATED_GROUPS_PER_RANK * ctx.width());
+        let (packed, work) = self.scratch(k, scratch);
+        let mut holds = None;
+        ctx.share(
+            1,
+            |_| blocks * groups,
+            |_, item| {
+                let (block, group) = (item / groups, item % groups);
+                if holds != Some(block) {
+                    self.engine
+                        .pack(self.kernels, inputs[0], block, packed, work);
+                    holds = Some(block);
+                }
+                let mine = split_range(panels, group, groups);
+                let channels = (mine.start * mr).min(k)..(mine.end * mr).min(k);
+                self.compute_block(inputs, packed, block, channels, output, work);
+            },
+        );
     }
 
     /// The shared schedule (module docs): phase `p` packs block `p` and computes block
@@ -301,19 +396,38 @@ mod tests {
 
     #[test]
     fn schedules_follow_the_busiest_rank() {
+        let choose = |blocks, panels, width| Schedule::choose(blocks, panels, width, None);
         // One rank: always private.
-        assert_eq!(Schedule::choose(1, 86, 1), Schedule::Private);
+        assert_eq!(choose(1, 86, 1), Schedule::Private);
         // Many blocks split evenly: private.
-        assert_eq!(Schedule::choose(28, 11, 2), Schedule::Private);
-        // VGG16 conv5 (one block) on 2 ranks: shared.
-        assert_eq!(Schedule::choose(1, 86, 2), Schedule::Shared);
+        assert_eq!(choose(28, 11, 2), Schedule::Private);
+        // VGG16 conv5 (one Winograd block) on 2 ranks: shared.
+        assert_eq!(choose(1, 86, 2), Schedule::Shared);
         // VGG16 conv1_2's 19 Winograd blocks of 6 panels on 2 ranks: 60 against 57 is
         // within the margin, so private.
-        assert_eq!(Schedule::choose(19, 6, 2), Schedule::Private);
+        assert_eq!(choose(19, 6, 2), Schedule::Private);
         // 3 blocks on 2 ranks: 2 blocks for the busiest against 43 of 86 panels.
-        assert_eq!(Schedule::choose(3, 86, 2), Schedule::Shared);
+        assert_eq!(choose(3, 86, 2), Schedule::Shared);
         // 28 blocks of a 64-channel layer (11 panels) on 16 ranks: 2 blocks against 1 panel
         // of 11 each (2·11 = 22 against 1·28 = 28).
-        assert_eq!(Schedule::choose(28, 11, 16), Schedule::Private);
+        assert_eq!(choose(28, 11, 16), Schedule::Private);
+    }
+
+    #[test]
+    fn packs_are_replicated_while_they_cost_at_most_half_the_gemms() {
+        // ResNet50's 256 → 256 stride-2 3×3 on 2 ranks: 7 panels of 2304 rows packed, 231
+        // MFLOP (1 · 516 096 · 64 = 33 M, under half).
+        let pack = Some(PackCost {
+            packed: 2304 * 7 * 32,
+            flops: 231_211_008,
+        });
+        assert_eq!(Schedule::choose(1, 22, 2, pack), Schedule::Replicated);
+        // On 4 ranks 3 · 33 M is still under 116 M; on 5, 4 · 33 M is not.
+        assert_eq!(Schedule::choose(1, 22, 4, pack), Schedule::Replicated);
+        assert_eq!(Schedule::choose(1, 22, 5, pack), Schedule::Shared);
+        // Never where private wins, nor for a two-step engine.
+        assert_eq!(Schedule::choose(28, 11, 2, pack), Schedule::Private);
+        assert_eq!(Schedule::choose(1, 1, 2, pack), Schedule::Private);
+        assert_eq!(Schedule::choose(1, 22, 2, None), Schedule::Shared);
     }
 }

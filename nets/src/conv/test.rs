@@ -391,7 +391,7 @@ fn bad_inputs_are_errors() {
     ));
 }
 
-/// The gang path (`run_rank`) at widths 1–16, in both schedules (Winograd's shared one in
+/// The gang path (`run_rank`) at widths 1–16, in every schedule (Winograd's shared one in
 /// two steps, over one block and over several), has the bits of `forward`, and packs into
 /// the shared workspace only when it shares.
 #[test]
@@ -429,6 +429,13 @@ fn gangs_of_every_width_are_bit_identical() {
             Conv2dParams::new(48, 64, 1, 1, 0),
             Shape::new(48, 9, 9),
             true,
+        ),
+        // Direct, one block that packs cheaply against its GEMMs: replicated at width 2,
+        // shared from 3 on.
+        (
+            Conv2dParams::new(128, 96, 3, 2, 1),
+            Shape::new(128, 14, 14),
+            false,
         ),
         // Strided, a few blocks.
         (
@@ -473,25 +480,26 @@ fn gangs_of_every_width_are_bit_identical() {
                     .unwrap();
                     assert!(bits(&own.read().unwrap()) == bits(&want), "{what} in place");
                 }
-                let shared =
-                    Schedule::choose(c.blocks(), p.out_channels.div_ceil(c.kernels.mr), width)
-                        == Schedule::Shared;
+                let panels = p.out_channels.div_ceil(c.kernels.mr);
+                let schedule = Schedule::choose(c.blocks(), panels, width, c.pack_cost());
+                let shared = schedule == Schedule::Shared;
                 assert_eq!(workspace.is_allocated(), shared, "{p:?} width {width}");
                 let two_step = shared && c.algo() == ConvAlgo::Winograd;
                 assert_eq!(workspace.products_allocated(), two_step, "{what}");
-                schedules.insert((shared, two_step, c.blocks() > 1));
+                schedules.insert((schedule, two_step, c.blocks() > 1));
             }
         }
     }
     for ran in [
-        (false, false, true),
-        (true, false, false),
-        (true, true, false),
-        (true, true, true),
+        (Schedule::Private, false, true),
+        (Schedule::Shared, false, false),
+        (Schedule::Shared, true, false),
+        (Schedule::Shared, true, true),
+        (Schedule::Replicated, false, false),
     ] {
         assert!(
             schedules.contains(&ran),
-            "(shared, two steps, blocks > 1) {ran:?} ran"
+            "(schedule, two steps, blocks > 1) {ran:?} ran"
         );
     }
 }
