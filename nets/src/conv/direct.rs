@@ -30,6 +30,15 @@ pub(super) struct Direct {
     weights: PackedA,
 }
 
+/// Fewest column panels in each half of a one-block plane cut in two (a decision, from a
+/// measurement). ResNet50's first `64 → 64` 1×1 conv fits one block of 98 panels; shared
+/// by a gang of two it ran 1.07× faster than on one rank, 0.165–0.169 ms a frame at width
+/// 2. Cut into two private blocks, 0.101–0.102 (`frame --net resnet50 --width 2
+/// --profile`, two interleaved runs each, 2-core AVX-512 Xeon VM). Planes of 25 panels
+/// (its `128 → 512` 1×1 convs at 28×28), cut in 13 and 12, measured level with one block
+/// replicated (`gang.rs`), so they stay whole.
+pub(super) const HALF_BLOCK_PANELS: usize = 16;
+
 /// A run of consecutive pixels of one output row, inside a panel.
 #[derive(Clone, Copy)]
 struct Segment {
@@ -94,13 +103,22 @@ impl Direct {
             blocking.columns(kdim, kernels.nr)
         };
         let most = columns / kernels.nr;
+        let panels = output.plane().div_ceil(kernels.nr);
+        let blocks = super::block_count(panels, most, 1);
+        // A plane that fits one block but holds two of `HALF_BLOCK_PANELS` panels is cut in
+        // two, so the ranks of a pair each get a private block (`HALF_BLOCK_PANELS`).
+        let blocks = if blocks == 1 && panels >= 2 * HALF_BLOCK_PANELS {
+            2
+        } else {
+            blocks
+        };
         Direct {
             p,
             input,
             output,
             kdim,
             nr: kernels.nr,
-            blocks: super::block_count(output.plane().div_ceil(kernels.nr), most, 1),
+            blocks,
             weights: PackedA::from_rows(kernels.mr, blocking.kc, p.out_channels, kdim, weights),
         }
     }

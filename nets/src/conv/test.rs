@@ -594,3 +594,33 @@ fn blocks_tile_the_plane_evenly() {
         }
     }
 }
+
+/// A one-block plane of at least two `HALF_BLOCK_PANELS` halves is cut in two, so a pair
+/// of ranks runs it private (ResNet50's first 1×1 conv, 98 panels of 32 on AVX-512); a
+/// smaller one stays whole (its `128 → 512` 1×1 convs at 28×28).
+#[test]
+fn large_one_block_planes_are_cut_in_two() {
+    for (p, input) in [
+        (Conv2dParams::new(64, 64, 1, 1, 0), Shape::new(64, 56, 56)),
+        (
+            Conv2dParams::new(128, 512, 1, 1, 0),
+            Shape::new(128, 28, 28),
+        ),
+    ] {
+        let (conv, _) = random_conv(p, input, 3);
+        for c in variants(&conv) {
+            let panels = c.out_shape().plane().div_ceil(c.kernels.nr);
+            let kdim = p.weight_len() / p.out_channels;
+            let fits_one = c.blocking.whole_columns(kdim, c.kernels.nr) >= panels * c.kernels.nr;
+            if !fits_one {
+                continue;
+            }
+            let want = if panels >= 2 * super::direct::HALF_BLOCK_PANELS {
+                2
+            } else {
+                1
+            };
+            assert_eq!(c.blocks(), want, "{p:?} {} panels {panels}", c.isa());
+        }
+    }
+}
