@@ -197,8 +197,18 @@ impl Kernel for Pool2d {
             for oy in 0..oh {
                 let (y0, y1) = self.window(oy, h);
                 let inner = &mut column[pad..pad + w];
-                inner.copy_from_slice(&plane[y0 * w..(y0 + 1) * w]);
-                for y in y0 + 1..y1 {
+                let row = |y: usize| &plane[y * w..(y + 1) * w];
+                // The first two rows' maximum in one pass instead of a copy and a pass.
+                let next = if max && y1 - y0 >= 2 {
+                    for ((m, &a), &b) in inner.iter_mut().zip(row(y0)).zip(row(y0 + 1)) {
+                        *m = max_nan(a, b);
+                    }
+                    y0 + 2
+                } else {
+                    inner.copy_from_slice(row(y0));
+                    y0 + 1
+                };
+                for y in next..y1 {
                     let row = &plane[y * w..(y + 1) * w];
                     if max {
                         inner
@@ -231,7 +241,17 @@ impl Kernel for Pool2d {
 /// deinterleave that LLVM vectorises with shuffles. The earlier route, `k − 1` in-place
 /// neighbour passes over the whole column and then a scalar pick of every `s`-th, took
 /// ResNet50's 3×3/2 max pool 0.61 ms and VGG16's first 2×2/2 2.37 ms a frame against
-/// ORT's 0.16 and 1.12 (2-core AVX-512 VM). Max is exact, so the order of the reduction
+/// ORT's 0.16 and 1.12 (2-core AVX-512 VM).
+///
+/// The common windows take fewer passes: 2×2/2 takes each pair's maximum straight from
+/// the column (no phases), 3×3 the three slices' maximum in one pass (not a copy and two
+/// passes), and the caller reduces a window's first two rows in one pass (not a copy and
+/// a pass). The pools summed per frame (`frame --net N --width 1 --profile`, three rounds
+/// with the build before taking turns, 2-core AVX-512 Xeon VM): VGG16's 2.39–2.58 →
+/// 1.98–2.22 ms, ResNet50's 0.29–0.31 → 0.25–0.28, AlexNet's 0.30–0.31 → 0.20–0.21. A
+/// 3×3/2 window straight from the column, as for 2×2, helped AlexNet's 55-wide rows but
+/// made ResNet50's 112-wide ones slower (0.30 → 0.37–0.40 ms): LLVM keeps a strided third
+/// operand scalar. Max is exact, so the order of the reduction
 /// does not change a value (only, for a tie of `±0.0` or two NaNs, which of them is
 /// kept: the order, `j` ascending, is fixed by the shape, so that too is the same at
 /// every width). `phases` must hold `column.len()` floats.
@@ -241,6 +261,13 @@ fn max_columns(column: &[f32], k: usize, s: usize, phases: &mut [f32], dst: &mut
     };
     let n = dst.len();
     let column = &column[..last * s + k];
+    if s == 2 && k == 2 {
+        for (d, p) in dst.iter_mut().zip(column.chunks_exact(2)) {
+            *d = max_nan(p[0], p[1]);
+        }
+        return;
+    }
+
     let len = |p: usize| (column.len() - 1 - p) / s + 1;
     // Phase `p` starts after the phases before it; only `p < min(s, k)` are read.
     let start = |p: usize| (0..p).map(len).sum::<usize>();
@@ -272,6 +299,13 @@ fn max_columns(column: &[f32], k: usize, s: usize, phases: &mut [f32], dst: &mut
         let from = start(j % s) + j / s;
         &phases[from..from + n]
     };
+    if k == 3 {
+        let (a, b, c) = (slice(0), slice(1), slice(2));
+        for (((d, &a), &b), &c) in dst.iter_mut().zip(a).zip(b).zip(c) {
+            *d = max_nan(max_nan(a, b), c);
+        }
+        return;
+    }
     dst.copy_from_slice(slice(0));
     for j in 1..k {
         dst.iter_mut()
