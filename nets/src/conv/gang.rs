@@ -29,7 +29,10 @@
 //!   interleaved runs each on a 2-core AVX-512 Xeon VM). A Winograd block's transform
 //!   costs too much to do twice: replicated, ResNet50's 28×28 and 14×14 Winograd layers
 //!   went from 0.57 and 0.69 to 0.75 and 0.80 ms (`--profile`), so two-step engines stay
-//!   shared.
+//!   shared. It holds up under a CPU hog on the second core too: no phase waits for the
+//!   slow rank's share of a pack. ResNet50 at width 2 with `taskset -c 1 sh -c 'while :;
+//!   do :; done'` running took 100.0–102.4 ms a frame before this session's schedule
+//!   changes (ede1023) and 80.7–88.0 after (fcb4f60), three interleaved runs each.
 //!
 //!   Winograd computes in two steps ([`TwoStep`]): its 36 GEMMs, shared out by transform
 //!   position `ξ` (each over every output channel), into a products buffer the gang shares;
