@@ -209,14 +209,13 @@ impl Kernel for Pool2d {
                     y0 + 1
                 };
                 for y in next..y1 {
-                    let row = &plane[y * w..(y + 1) * w];
                     if max {
                         inner
                             .iter_mut()
-                            .zip(row)
+                            .zip(row(y))
                             .for_each(|(m, &v)| *m = max_nan(*m, v));
                     } else {
-                        inner.iter_mut().zip(row).for_each(|(s, &v)| *s += v);
+                        inner.iter_mut().zip(row(y)).for_each(|(s, &v)| *s += v);
                     }
                 }
                 let dst = &mut dst[oy * ow..(oy + 1) * ow];

@@ -154,25 +154,14 @@ impl Conv2d {
         scratch: &mut Scratch,
     ) {
         let width = ctx.width();
-        let k = self.params.out_channels;
-        let mr = self.kernels.mr;
-        let blocks = self.engine.blocks();
-        let panels = k.div_ceil(mr);
-        match Schedule::choose(blocks, panels, width, self.pack_cost()) {
-            Schedule::Private => {
-                let (packed, work) = self.scratch(k, scratch);
-                ctx.share(
-                    1,
-                    |_| blocks,
-                    |_, block| {
-                        self.engine
-                            .pack(self.kernels, inputs[0], block, packed, work);
-                        self.compute_block(inputs, packed, block, 0..k, output, work);
-                    },
-                );
-            }
+        let panels = self.params.out_channels.div_ceil(self.kernels.mr);
+        match Schedule::choose(self.engine.blocks(), panels, width, self.pack_cost()) {
+            Schedule::Private => self.run_owned(ctx, inputs, output, scratch, 1),
             Schedule::Shared => self.run_shared(ctx, inputs, output, workspace, scratch),
-            Schedule::Replicated => self.run_replicated(ctx, inputs, output, scratch),
+            Schedule::Replicated => {
+                let groups = REPLICATED_GROUPS_PER_RANK * width;
+                self.run_owned(ctx, inputs, output, scratch, groups);
+            }
         }
     }
 
@@ -184,21 +173,21 @@ impl Conv2d {
         })
     }
 
-    /// The replicated schedule (module docs). Items are (block, group of output channels),
-    /// block by block in one phase: no item waits for another rank, since each packs
-    /// what it multiplies, when it first claims an item of a block it does not hold.
-    fn run_replicated(
+    /// The private and replicated schedules (module docs): items are (block, one of
+    /// `groups` groups of output channels), block by block in one phase; private is one
+    /// group a block. No item waits for another rank: each packs what it multiplies into
+    /// its own scratch, when it claims an item of a block it does not hold.
+    fn run_owned(
         &self,
         ctx: &TaskCtx<'_>,
         inputs: &[&[f32]],
         output: &SharedSlice<f32>,
         scratch: &mut Scratch,
+        groups: usize,
     ) {
         let k = self.params.out_channels;
-        let mr = self.kernels.mr;
         let blocks = self.engine.blocks();
-        let panels = k.div_ceil(mr);
-        let groups = panels.min(REPLICATED_GROUPS_PER_RANK * ctx.width());
+        let groups = groups.min(k.div_ceil(self.kernels.mr));
         let (packed, work) = self.scratch(k, scratch);
         let mut holds = None;
         ctx.share(
@@ -211,11 +200,17 @@ impl Conv2d {
                         .pack(self.kernels, inputs[0], block, packed, work);
                     holds = Some(block);
                 }
-                let mine = split_range(panels, group, groups);
-                let channels = (mine.start * mr).min(k)..(mine.end * mr).min(k);
+                let channels = self.group_channels(group, groups);
                 self.compute_block(inputs, packed, block, channels, output, work);
             },
         );
+    }
+
+    /// The output channels of group `group` of `groups`, in whole weight panels.
+    fn group_channels(&self, group: usize, groups: usize) -> Range<usize> {
+        let (k, mr) = (self.params.out_channels, self.kernels.mr);
+        let mine = split_range(k.div_ceil(mr), group, groups);
+        (mine.start * mr).min(k)..(mine.end * mr).min(k)
     }
 
     /// The shared schedule (module docs): phase `p` packs block `p` and computes block
@@ -263,8 +258,7 @@ impl Conv2d {
         ctx.share(blocks + lag, len, |phase, item| {
             if item < outputs(phase) {
                 let block = phase - lag;
-                let mine = split_range(panels, item, groups);
-                let channels = (mine.start * mr).min(k)..(mine.end * mr).min(k);
+                let channels = self.group_channels(item, groups);
                 match two {
                     Some((two, products)) => {
                         let products = products[block % 2]
