@@ -159,7 +159,7 @@ pub(crate) fn run_if_selected() {
 
     println!("\n## Conv layers, GFLOP/s through the runtime at gang widths 1 and 2\n");
     println!(
-        "Direct: im2col into panels + the packed GEMM. Winograd F(4×4,3×3): effective GFLOP/s"
+        "Direct: im2col into panels + the packed GEMM. Winograd: the tiling `chosen` names, else F(4×4,3×3); effective GFLOP/s"
     );
     println!(
         "(the direct FLOP count over Winograd's time), where it applies. % is of the measured"
@@ -179,7 +179,13 @@ pub(crate) fn run_if_selected() {
     let mut layers: Vec<_> = shapes::all()
         .map(|layer| {
             let (conv, x) = build(layer);
-            let runs: Vec<ConvRuns> = [ConvAlgo::Direct, ConvAlgo::Winograd]
+            let chosen = conv.algo();
+            let winograd = if chosen.tile().is_some() {
+                chosen
+            } else {
+                ConvAlgo::Winograd
+            };
+            let runs: Vec<ConvRuns> = [ConvAlgo::Direct, winograd]
                 .into_iter()
                 .filter(|algo| algo.applies(conv.params()))
                 .map(|algo| {
@@ -206,7 +212,7 @@ pub(crate) fn run_if_selected() {
         flops_all += flops;
         direct_w1 += flops / direct[0];
         direct_w2 += flops / direct[1];
-        let fastest = if chosen == ConvAlgo::Winograd {
+        let fastest = if chosen.tile().is_some() {
             winograd.unwrap_or(direct)
         } else {
             direct

@@ -9,9 +9,9 @@
 //!
 //! CoDL also splits along H (output rows). The direct path would allow it bit-identically
 //! at any row (each output is one FMA chain over its window, whatever block it falls in),
-//! but Winograd layers only at multiples of 4 rows, where the slab's 4×4 tiles are the
-//! whole layer's (`tests/split.rs` checks both), and a slab needs its input rows and
-//! padding copied and the layer's weights held a second time. Output channels already
+//! but Winograd layers only at multiples of their tile side (4 or 2 rows), where the
+//! slab's tiles are the whole layer's (`tests/split.rs` checks both), and a slab needs its
+//! input rows and padding copied and the layer's weights held a second time. Output channels already
 //! give every ratio CoDL needs, so H is not offered.
 //!
 //! # Chains

@@ -4,9 +4,10 @@
 //! # Algorithms
 //! [`ConvAlgo::choose`] takes the first case that applies, in this order:
 //!
-//! 1. [`ConvAlgo::Winograd`] — 3×3, stride 1, padding ≤ 1, enough channels and output
-//!    tiles that the transforms pay off (see [`winograd`] for the rule and its
-//!    measurement): F(4×4, 3×3).
+//! 1. [`ConvAlgo::Winograd`] (F(4×4, 3×3)) or [`ConvAlgo::Winograd2`] (F(2×2, 3×3)) —
+//!    3×3, stride 1, padding ≤ 1, enough channels and output tiles that the transforms pay
+//!    off; F(2×2) on planes too small for F(4×4)'s tiles (see [`winograd`] for the rule and
+//!    its measurements).
 //! 2. [`ConvAlgo::Direct`] — everything else: im2col into the micro-kernel's panels, then
 //!    the blocked GEMM (a 1×1 stride-1 unpadded conv packs plain copies).
 //!
@@ -41,7 +42,7 @@ mod gang;
 pub mod winograd;
 
 use direct::Direct;
-use winograd::Winograd;
+use winograd::{Tile, Winograd};
 
 /// Hyperparameters of a convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -147,18 +148,20 @@ pub enum ConvAlgo {
     Direct,
     /// Winograd F(4×4, 3×3): 3×3, stride 1, padding ≤ 1.
     Winograd,
+    /// Winograd F(2×2, 3×3): where F(4×4) applies; chosen on small planes.
+    Winograd2,
 }
 
 impl ConvAlgo {
     /// Every algorithm.
-    pub const ALL: [ConvAlgo; 2] = [ConvAlgo::Winograd, ConvAlgo::Direct];
+    pub const ALL: [ConvAlgo; 3] = [ConvAlgo::Winograd, ConvAlgo::Winograd2, ConvAlgo::Direct];
 
     /// The first case that applies to `p` on `input` (module doc).
     pub fn choose(p: &Conv2dParams, input: Shape) -> ConvAlgo {
-        if winograd::pays_off(p, input) {
-            ConvAlgo::Winograd
-        } else {
-            ConvAlgo::Direct
+        match winograd::pays_off(p, input) {
+            Some(Tile::F4) => ConvAlgo::Winograd,
+            Some(Tile::F2) => ConvAlgo::Winograd2,
+            None => ConvAlgo::Direct,
         }
     }
 
@@ -166,7 +169,7 @@ impl ConvAlgo {
     pub fn applies(self, p: &Conv2dParams) -> bool {
         match self {
             ConvAlgo::Direct => true,
-            ConvAlgo::Winograd => winograd::applies(p),
+            ConvAlgo::Winograd | ConvAlgo::Winograd2 => winograd::applies(p),
         }
     }
 
@@ -175,6 +178,16 @@ impl ConvAlgo {
         match self {
             ConvAlgo::Direct => "direct",
             ConvAlgo::Winograd => "winograd",
+            ConvAlgo::Winograd2 => "winograd2",
+        }
+    }
+
+    /// The Winograd tiling, if the algorithm is one.
+    pub fn tile(self) -> Option<Tile> {
+        match self {
+            ConvAlgo::Direct => None,
+            ConvAlgo::Winograd => Some(Tile::F4),
+            ConvAlgo::Winograd2 => Some(Tile::F2),
         }
     }
 }
@@ -431,12 +444,12 @@ impl Conv2d {
         }
         let kernels = isa.kernels();
         let blocking = Blocking::new(kernels, CacheSizes::get());
-        let engine: Box<dyn Engine> = match algo {
-            ConvAlgo::Direct => Box::new(Direct::new(
+        let engine: Box<dyn Engine> = match algo.tile() {
+            None => Box::new(Direct::new(
                 params, in_shape, out_shape, &weights, kernels, &blocking,
             )),
-            ConvAlgo::Winograd => Box::new(Winograd::new(
-                params, in_shape, out_shape, &weights, kernels, &blocking,
+            Some(tile) => Box::new(Winograd::new(
+                tile, params, in_shape, out_shape, &weights, kernels, &blocking,
             )),
         };
         Ok(Conv2d {
@@ -658,7 +671,7 @@ impl Kernel for Conv2d {
     fn in_place_input(&self) -> bool {
         self.residual
             && match self.algo {
-                ConvAlgo::Winograd => true,
+                ConvAlgo::Winograd | ConvAlgo::Winograd2 => true,
                 ConvAlgo::Direct => {
                     self.params.weight_len() / self.params.out_channels <= self.blocking.kc
                 }

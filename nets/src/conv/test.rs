@@ -32,7 +32,7 @@ fn variants(conv: &Conv2d) -> Vec<Conv2d> {
 fn tolerance(algo: ConvAlgo) -> f32 {
     match algo {
         ConvAlgo::Direct => TOL,
-        ConvAlgo::Winograd => winograd::ERROR_BOUND as f32,
+        ConvAlgo::Winograd | ConvAlgo::Winograd2 => winograd::ERROR_BOUND as f32,
     }
 }
 
@@ -113,8 +113,10 @@ fn algorithm_order() {
         )
     };
     assert_eq!(choose(64, 64, 3, 1, 1, 56), ConvAlgo::Winograd);
-    assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd); // 16 tiles
-    assert_eq!(choose(512, 512, 3, 1, 1, 7), ConvAlgo::Direct); // 4 tiles
+    // F(4×4) makes 16 tiles of 14×14, F(2×2) 49; of 7×7, 4 and 16.
+    assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd2);
+    assert_eq!(choose(512, 512, 3, 1, 1, 7), ConvAlgo::Direct);
+    assert_eq!(choose(256, 256, 3, 1, 1, 28), ConvAlgo::Winograd);
     assert_eq!(choose(3, 64, 3, 1, 1, 224), ConvAlgo::Direct);
     assert_eq!(choose(64, 256, 1, 1, 0, 56), ConvAlgo::Direct);
     assert_eq!(choose(64, 64, 3, 2, 1, 56), ConvAlgo::Direct);
@@ -266,7 +268,7 @@ fn residuals_in_place_where_the_output_still_holds_them() {
         let kc = c.blocking.kc;
         let fused = c.with_residual(true);
         let want = match fused.algo() {
-            ConvAlgo::Winograd => true,
+            ConvAlgo::Winograd | ConvAlgo::Winograd2 => true,
             ConvAlgo::Direct => 64 * 9 <= kc,
         };
         assert_eq!(
@@ -356,7 +358,7 @@ fn conv_propagates_nan_and_inf() {
             let got = c.forward(&[&x], &mut Scratch::new());
             match c.algo() {
                 ConvAlgo::Direct => assert_close(&got, &want, &scale, TOL, &what),
-                ConvAlgo::Winograd => {
+                ConvAlgo::Winograd | ConvAlgo::Winograd2 => {
                     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
                         if w.is_nan() || w == f32::INFINITY {
                             assert!(!g.is_finite(), "{what}: element {i}: {g}, want {w}");
@@ -484,7 +486,7 @@ fn gangs_of_every_width_are_bit_identical() {
                 let schedule = Schedule::choose(c.blocks(), panels, width, c.pack_cost());
                 let shared = schedule == Schedule::Shared;
                 assert_eq!(workspace.is_allocated(), shared, "{p:?} width {width}");
-                let two_step = shared && c.algo() == ConvAlgo::Winograd;
+                let two_step = shared && c.algo().tile().is_some();
                 assert_eq!(workspace.products_allocated(), two_step, "{what}");
                 schedules.insert((schedule, two_step, c.blocks() > 1));
             }
@@ -578,10 +580,11 @@ fn blocks_tile_the_plane_evenly() {
         for algo in ConvAlgo::ALL.into_iter().filter(|a| a.applies(&p)) {
             let conv = conv.clone().with_algo(algo).unwrap();
             let engine = &conv.engine;
-            let (plane, unit) = match algo {
-                ConvAlgo::Direct => (hw * hw, conv.kernels.nr),
-                ConvAlgo::Winograd => (hw * hw, 4 * hw),
+            let unit = match algo.tile() {
+                None => conv.kernels.nr,
+                Some(tile) => tile.m() * hw,
             };
+            let plane = hw * hw;
             let ranges: Vec<_> = (0..engine.blocks())
                 .map(|b| engine.block_pixels(b))
                 .collect();

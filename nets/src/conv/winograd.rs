@@ -1,13 +1,14 @@
-//! Winograd F(4×4, 3×3) for 3×3 stride-1 convolutions (Lavin & Gray 2016, interpolation
-//! points 0, ±1, ±2, ∞).
+//! Winograd F(m×m, 3×3) for 3×3 stride-1 convolutions (Lavin & Gray 2016): [`Tile::F4`]
+//! (interpolation points 0, ±1, ±2, ∞) and [`Tile::F2`] (0, ±1, ∞).
 //!
-//! Each 4×4 output tile comes from a 6×6 input tile `d`: `Y = Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A`.
-//! The 36 element-wise products, summed over input channels, are 36 GEMMs
-//! `M_ξ[K × tiles] = U_ξ[K × C] · V_ξ[C × tiles]`: 36 multiplies per 16 outputs instead of
-//! 144 (4×). The weights `U = G g Gᵀ` are transformed in f64 and packed, one [`PackedA`]
-//! per ξ, at build; a block's input transform `V = Bᵀ d B` is packed straight into the
-//! GEMM's column panels (tiles along the panel), and the output transform applies bias,
-//! residual and ReLU as it stores.
+//! Each m×m output tile comes from a t×t input tile `d` (`t = m + 2`):
+//! `Y = Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A`. The t² element-wise products, summed over input
+//! channels, are t² GEMMs `M_ξ[K × tiles] = U_ξ[K × C] · V_ξ[C × tiles]`: F(4×4) does 36
+//! multiplies per 16 outputs instead of 144 (4×), F(2×2) 16 per 4 instead of 36 (2.25×).
+//! The weights `U = G g Gᵀ` are transformed in f64 and packed, one [`PackedA`] per ξ, at
+//! build; a block's input transform `V = Bᵀ d B` is packed straight into the GEMM's column
+//! panels (tiles along the panel), and the output transform applies bias, residual and
+//! ReLU as it stores. Both tilings run the same code, generic over `m`.
 //!
 //! # Blocks
 //! A block is whole rows of tiles, so its output is a contiguous run of each channel
@@ -17,18 +18,28 @@
 //! out evenly (`block_count` in the parent module).
 //!
 //! # Accuracy
-//! The transforms' constants (up to 5 in `Bᵀ`, 8 in `Aᵀ`, 1/24 in `G`) amplify rounding:
-//! measured against an f64 direct convolution the error stays below
-//! [`ERROR_BOUND`]` · Σ|w·x|` per output (tested on random layers and on VGG16/ResNet50
-//! shapes), about 5–10× the direct path's.
+//! The transforms' constants (up to 5 in `Bᵀ`, 8 in `Aᵀ`, 1/24 in `G` for F(4×4); 1 and
+//! 1/2 for F(2×2)) amplify rounding: measured against an f64 direct convolution the error
+//! stays below [`ERROR_BOUND`]` · Σ|w·x|` per output for both (tested on random layers and
+//! on VGG16/ResNet50 shapes), about 5–10× the direct path's for F(4×4).
 //!
-//! # When it pays off
-//! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels, and at least
-//! [`MIN_TILES`] output tiles. With fewer channels the transforms (per input channel and
-//! per output channel) cost more than the 4× saved in the GEMMs; with fewer tiles the
-//! GEMMs' `n` (the tile count) is shorter than the micro-kernel's panel and most of its
-//! columns are wasted: ResNet50's 7×7 layers (4 tiles) ran at 0.55× the direct path, the
-//! 14×14 and 13×13 layers (16 tiles) at 2× (measured: README, "Kernels").
+//! # When it pays off, and which tiling
+//! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels, then F(4×4) if it
+//! makes at least [`MIN_TILES`] output tiles (one AVX-512 panel), else F(2×2) if that
+//! does, else the direct path.
+//! - With fewer channels the transforms (per input channel and per output channel) cost
+//!   more than the multiplies saved in the GEMMs.
+//! - With few tiles the GEMMs' `n` (the tile count) is short, and the transformed weights
+//!   (t² · K · C floats, 2.25× the direct path's for F(2×2), 4× for F(4×4)) are read once
+//!   per frame for little work: the layer waits on memory. A 14×14 or 13×13 plane makes 16
+//!   tiles of F(4×4) and 49 of F(2×2). With F(2×2), VGG16's three 14×14 layers went from
+//!   4.0–4.3 to 3.5–3.7 ms each, ResNet50's five 14×14 `256 → 256` layers from 1.17–1.21 to
+//!   0.99–1.05 ms, and AlexNet's 13×13 layers from 1.30/1.77/1.24 to 1.18/1.54/1.08 ms
+//!   (`frame --width 1 --profile`, 2-core AVX-512 Xeon VM, builds taking turns). On 28×28
+//!   (49 tiles of F(4×4)) F(4×4) stays faster: VGG16's `512 → 512` layer took 9.4 ms with
+//!   F(4×4) and 13.4 with F(2×2) (`cargo bench -p taopipe-nets --bench bench_main --
+//!   conv/w1/vgg.conv4_2`). A 7×7 plane (ResNet50's layer4, 16 tiles of F(2×2)) stays on the
+//!   direct path: F(2×2) took 1.66–1.70 ms there, direct 1.58–1.62.
 
 use std::ops::Range;
 
@@ -40,44 +51,92 @@ use crate::simd::{Kernels, MatMut, Residual};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, split_range};
 
-/// Output tile side.
-const M: usize = 4;
-/// Input tile side.
-const T: usize = 6;
-/// Transform positions (`T²`).
-const XI: usize = T * T;
+/// A tiling F(m×m, 3×3): the output tile side `m`, and with it the input tile side
+/// `m + 2` and the `(m + 2)²` transform positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tile {
+    /// F(2×2, 3×3) (points 0, ±1): 16 GEMMs per 4 outputs, 2.25× fewer multiplies than
+    /// direct, with 16/36 of F(4×4)'s transformed weights.
+    F2,
+    /// F(4×4, 3×3) (points 0, ±1, ±2): 36 GEMMs per 16 outputs, 4× fewer multiplies.
+    F4,
+}
+
+impl Tile {
+    /// Output tile side `m`.
+    pub const fn m(self) -> usize {
+        match self {
+            Tile::F2 => 2,
+            Tile::F4 => 4,
+        }
+    }
+
+    /// Input tile side `m + 2`.
+    pub const fn t(self) -> usize {
+        self.m() + 2
+    }
+
+    /// Transform positions `ξ` (GEMMs per block): `(m + 2)²`.
+    pub const fn positions(self) -> usize {
+        self.t() * self.t()
+    }
+
+    /// Output tiles of an `oh × ow` plane.
+    pub const fn tiles(self, oh: usize, ow: usize) -> usize {
+        oh.div_ceil(self.m()) * ow.div_ceil(self.m())
+    }
+
+    /// The rows of `G` (`t × 3`).
+    fn g(self) -> &'static [[f64; 3]] {
+        match self {
+            Tile::F2 => &G2,
+            Tile::F4 => &G4,
+        }
+    }
+}
 
 /// Fewest input and output channels for [`pays_off`].
 pub const MIN_CHANNELS: usize = 16;
 
-/// Fewest 4×4 output tiles for [`pays_off`].
-pub const MIN_TILES: usize = 16;
+/// Fewest output tiles for [`pays_off`], in the tiling it picks (module docs).
+pub const MIN_TILES: usize = 32;
 
 /// Bound on `|y − y_exact| / Σ|w·x|` per output (module docs).
 pub const ERROR_BOUND: f64 = 2e-5;
 
-/// Whether F(4×4, 3×3) can run `p`: a 3×3 kernel, stride 1, padding at most 1.
+/// Whether Winograd can run `p`: a 3×3 kernel, stride 1, padding at most 1.
 pub fn applies(p: &Conv2dParams) -> bool {
     p.kernel == (3, 3) && p.stride == (1, 1) && p.padding.0 <= 1 && p.padding.1 <= 1
 }
 
-/// Whether [`ConvAlgo::choose`](super::ConvAlgo::choose) picks it for `p` on `input`
-/// (module docs).
-pub fn pays_off(p: &Conv2dParams, input: Shape) -> bool {
-    applies(p)
-        && p.in_channels >= MIN_CHANNELS
-        && p.out_channels >= MIN_CHANNELS
-        && p.out_shape(input)
-            .is_ok_and(|o| o.h.div_ceil(M) * o.w.div_ceil(M) >= MIN_TILES)
+/// The tiling [`ConvAlgo::choose`](super::ConvAlgo::choose) picks for `p` on `input`, if
+/// Winograd pays off there: F(4×4) where it makes at least [`MIN_TILES`] tiles, else
+/// F(2×2) where that does (module docs).
+pub fn pays_off(p: &Conv2dParams, input: Shape) -> Option<Tile> {
+    if !applies(p) || p.in_channels < MIN_CHANNELS || p.out_channels < MIN_CHANNELS {
+        return None;
+    }
+    let o = p.out_shape(input).ok()?;
+    [Tile::F4, Tile::F2]
+        .into_iter()
+        .find(|t| t.tiles(o.h, o.w) >= MIN_TILES)
 }
 
-/// `G` (6×3).
-const G: [[f64; 3]; T] = [
+/// `G` of F(4×4, 3×3) (6×3).
+const G4: [[f64; 3]; 6] = [
     [0.25, 0.0, 0.0],
     [-1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0],
     [-1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0],
     [1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0],
     [1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0],
+    [0.0, 0.0, 1.0],
+];
+
+/// `G` of F(2×2, 3×3) (4×3).
+const G2: [[f64; 3]; 4] = [
+    [1.0, 0.0, 0.0],
+    [0.5, 0.5, 0.5],
+    [0.5, -0.5, 0.5],
     [0.0, 0.0, 1.0],
 ];
 
@@ -93,6 +152,7 @@ pub(crate) struct Geometry {
     pub(crate) px: usize,
     /// Tiles per row.
     pub(crate) tw: usize,
+    pub(crate) tile: Tile,
 }
 
 /// A layer's transformed weights and blocking.
@@ -105,7 +165,7 @@ pub(super) struct Winograd {
     nr: usize,
     /// Output channels.
     k: usize,
-    /// Output channels per run of 36 GEMMs and output transforms (bounds the work memory).
+    /// Output channels per run of GEMMs and output transforms (bounds the work memory).
     sub: usize,
     /// `U_ξ`, packed.
     weights: Vec<PackedA>,
@@ -113,6 +173,7 @@ pub(super) struct Winograd {
 
 impl Winograd {
     pub(super) fn new(
+        tile: Tile,
         p: Conv2dParams,
         input: Shape,
         output: Shape,
@@ -121,29 +182,31 @@ impl Winograd {
         blocking: &Blocking,
     ) -> Winograd {
         let (c, k) = (p.in_channels, p.out_channels);
-        let (th, tw) = (output.h.div_ceil(M), output.w.div_ceil(M));
-        let target = blocking.column_bytes / (XI * c * 4);
+        let (t, xi) = (tile.t(), tile.positions());
+        let (th, tw) = (output.h.div_ceil(tile.m()), output.w.div_ceil(tile.m()));
+        let target = blocking.column_bytes / (xi * c * 4);
         let least = (4 * kernels.nr).div_ceil(tw);
         let blocks = super::block_count(th, (target / tw).max(least), least);
         // U[ξ][k][c] = (G g Gᵀ)[ξ] in f64.
-        let mut u = vec![0.0f32; XI * k * c];
+        let gm = tile.g();
+        let mut u = vec![0.0f32; xi * k * c];
         for kk in 0..k {
             for cc in 0..c {
                 let g = &weights[(kk * c + cc) * 9..(kk * c + cc + 1) * 9];
-                for a in 0..T {
-                    for b in 0..T {
+                for a in 0..t {
+                    for b in 0..t {
                         let mut s = 0.0f64;
                         for i in 0..3 {
                             for j in 0..3 {
-                                s += G[a][i] * f64::from(g[i * 3 + j]) * G[b][j];
+                                s += gm[a][i] * f64::from(g[i * 3 + j]) * gm[b][j];
                             }
                         }
-                        u[((a * T + b) * k + kk) * c + cc] = s as f32;
+                        u[((a * t + b) * k + kk) * c + cc] = s as f32;
                     }
                 }
             }
         }
-        let weights = (0..XI)
+        let weights = (0..xi)
             .map(|xi| {
                 PackedA::from_rows(
                     kernels.mr,
@@ -164,6 +227,7 @@ impl Winograd {
                 py: p.padding.0,
                 px: p.padding.1,
                 tw,
+                tile,
             },
             th,
             blocks,
@@ -230,6 +294,11 @@ impl Winograd {
         }
     }
 
+    /// Transform positions: GEMMs per block.
+    fn xi(&self) -> usize {
+        self.geo.tile.positions()
+    }
+
     /// Tile rows of the largest block (what the buffers are sized for).
     fn rows_per_block(&self) -> usize {
         self.th.div_ceil(self.blocks)
@@ -244,22 +313,27 @@ impl Engine for Winograd {
     fn block_pixels(&self, block: usize) -> Range<usize> {
         let rows = self.block_tiles(block);
         let ow = self.geo.ow;
-        rows.start * M * ow..(rows.end * M).min(self.geo.oh) * ow
+        let m = self.geo.tile.m();
+        rows.start * m * ow..(rows.end * m).min(self.geo.oh) * ow
     }
 
     fn packed_len(&self) -> usize {
         let panels = (self.rows_per_block() * self.geo.tw).div_ceil(self.nr);
-        XI * packed_b_len(self.geo.c, panels, self.nr)
+        self.xi() * packed_b_len(self.geo.c, panels, self.nr)
     }
 
     fn work_len(&self, channels: usize) -> usize {
         let tiles = self.rows_per_block() * self.geo.tw;
-        XI * channels.min(self.sub) * tiles.next_multiple_of(self.nr)
-            + output_work_len(tiles, self.geo.tw)
+        self.xi() * channels.min(self.sub) * tiles.next_multiple_of(self.nr)
+            + output_work_len(self.geo.tile, tiles, self.geo.tw)
     }
 
     fn pack_work_len(&self) -> usize {
-        input_work_len(self.rows_per_block() * self.geo.tw, self.geo.tw)
+        input_work_len(
+            self.geo.tile,
+            self.rows_per_block() * self.geo.tw,
+            self.geo.tw,
+        )
     }
 
     fn pack_units(&self, _block: usize) -> usize {
@@ -272,7 +346,7 @@ impl Engine for Winograd {
         Rect::new(
             units.start * self.nr,
             ld,
-            XI * panels,
+            self.xi() * panels,
             units.len() * self.nr,
         )
     }
@@ -306,9 +380,10 @@ impl Engine for Winograd {
         for s0 in (0..channels.len()).step_by(self.sub) {
             let n = self.sub.min(channels.len() - s0);
             let sub = channels.start + s0..channels.start + s0 + n;
-            let (m, scratch) = work.split_at_mut(XI * n * ldm);
-            let mut view = MatMut::from_slice(m, ldm, XI * n, ldm);
-            self.gemms(kernels, blocking, packed, rows.len(), 0..XI, sub, &mut view);
+            let xi = self.xi();
+            let (m, scratch) = work.split_at_mut(xi * n * ldm);
+            let mut view = MatMut::from_slice(m, ldm, xi * n, ldm);
+            self.gemms(kernels, blocking, packed, rows.len(), 0..xi, sub, &mut view);
             let e = BlockEpilogue {
                 bias: &epilogue.bias[s0..s0 + n],
                 residual: epilogue.residual.sub(s0, 0, n, out.cols()),
@@ -333,16 +408,16 @@ impl Engine for Winograd {
     }
 }
 
-/// The 36 GEMMs by `ξ`, each over every output channel, then the output transform by
+/// The GEMMs by `ξ`, each over every output channel, then the output transform by
 /// channels: a gang shares a block's GEMMs so that each `V_ξ` and `U_ξ` is read by one
 /// rank, where groups of output channels would each read all of `V`.
 impl TwoStep for Winograd {
     fn products_len(&self) -> usize {
-        XI * self.k * self.ldm(self.rows_per_block())
+        self.xi() * self.k * self.ldm(self.rows_per_block())
     }
 
     fn multiply_units(&self) -> usize {
-        XI
+        self.xi()
     }
 
     fn multiply_rect(&self, block: usize, units: Range<usize>) -> Rect {
@@ -386,52 +461,158 @@ impl TwoStep for Winograd {
 }
 
 /// Floats of work memory [`input_block`] needs for `tiles` tiles in rows of `tw`.
-pub(crate) fn input_work_len(tiles: usize, tw: usize) -> usize {
-    strip_len(tw) + M * (tw + 1) + XI * tiles + T * tiles
+pub(crate) fn input_work_len(tile: Tile, tiles: usize, tw: usize) -> usize {
+    let (m, t) = (tile.m(), tile.t());
+    // (Four phases and six `bt_rows` rows whatever `m`.)
+    strip_len(m, tw) + 4 * (tw + 1) + t * t * tiles + 6 * tiles
 }
 
-/// A zero-padded input row: `4·tw + 2` values are read, rounded up to whole 4-float groups.
-fn strip_len(tw: usize) -> usize {
-    M * (tw + 2)
+/// A zero-padded input row: `m·tw + 2` values are read, rounded up to whole `m`-float
+/// groups.
+fn strip_len(m: usize, tw: usize) -> usize {
+    m * (tw + 2)
 }
 
 /// Floats of work memory [`output_block`] needs for `tiles` tiles in rows of `tw`.
-pub(crate) fn output_work_len(tiles: usize, tw: usize) -> usize {
-    M * T * tiles + M * tw
+pub(crate) fn output_work_len(tile: Tile, tiles: usize, tw: usize) -> usize {
+    let (m, t) = (tile.m(), tile.t());
+    m * t * tiles + m * tw
 }
 
-/// `out[k][t] = Bᵀ[k] · (x0[t], …, x5[t])`: the input transform along one axis, for
-/// every tile at once (`out` is `6 × n`).
+/// Row `k` of `Bᵀ` (`T × T`, `T` = 6 or 4) applied to one column `x` of an input tile
+/// (its first `T` values: see [`wide`]).
 #[inline(always)]
-fn bt_rows(x: [&[f32]; T], n: usize, out: &mut [f32]) {
-    let x: [&[f32]; T] = std::array::from_fn(|i| &x[i][..n]);
-    let (o0, rest) = out[..T * n].split_at_mut(n);
-    let (o1, rest) = rest.split_at_mut(n);
-    let (o2, rest) = rest.split_at_mut(n);
-    let (o3, rest) = rest.split_at_mut(n);
-    let (o4, o5) = rest.split_at_mut(n);
-    for t in 0..n {
-        let [x0, x1, x2, x3, x4, x5] = [x[0][t], x[1][t], x[2][t], x[3][t], x[4][t], x[5][t]];
-        o0[t] = 4.0 * x0 - 5.0 * x2 + x4;
-        o1[t] = (x4 + x3) - 4.0 * (x1 + x2);
-        o2[t] = (x4 - x3) + 4.0 * (x1 - x2);
-        o3[t] = (x4 - x2) + 2.0 * (x3 - x1);
-        o4[t] = (x4 - x2) - 2.0 * (x3 - x1);
-        o5[t] = 4.0 * x1 - 5.0 * x3 + x5;
+fn bt<const T: usize>(k: usize, x: [f32; 6]) -> f32 {
+    match (T, k) {
+        (6, 0) => 4.0 * x[0] - 5.0 * x[2] + x[4],
+        (6, 1) => (x[4] + x[3]) - 4.0 * (x[1] + x[2]),
+        (6, 2) => (x[4] - x[3]) + 4.0 * (x[1] - x[2]),
+        (6, 3) => (x[4] - x[2]) + 2.0 * (x[3] - x[1]),
+        (6, 4) => (x[4] - x[2]) - 2.0 * (x[3] - x[1]),
+        (6, _) => 4.0 * x[1] - 5.0 * x[3] + x[5],
+        (_, 0) => x[0] - x[2],
+        (_, 1) => x[1] + x[2],
+        (_, 2) => x[2] - x[1],
+        _ => x[1] - x[3],
     }
+}
+
+/// Row `k` of `Aᵀ` (`(T − 2) × T`) applied to one column `m` of a tile's products (its
+/// first `T` values).
+#[inline(always)]
+fn at<const T: usize>(k: usize, m: [f32; 6]) -> f32 {
+    match (T, k) {
+        (6, 0) => m[0] + (m[1] + m[2]) + (m[3] + m[4]),
+        (6, 1) => (m[1] - m[2]) + 2.0 * (m[3] - m[4]),
+        (6, 2) => (m[1] + m[2]) + 4.0 * (m[3] + m[4]),
+        (6, _) => (m[1] - m[2]) + 8.0 * (m[3] - m[4]) + m[5],
+        (_, 0) => m[0] + (m[1] + m[2]),
+        _ => (m[1] - m[2]) - m[3],
+    }
+}
+
+/// `T ≤ 6` slices cut to `n` floats, as six, the last repeated: the transforms' loops read
+/// six named slices whatever `T`, and a `T < 6` formula never reads the repeats.
+#[inline(always)]
+fn wide<const T: usize>(x: [&[f32]; T], n: usize) -> [&[f32]; 6] {
+    std::array::from_fn(|i| &x[i.min(T - 1)][..n])
+}
+
+/// `out[t] = f(K, (x0[t], …))` for every `t`: one row of a transform over many tiles,
+/// with the row `K` a constant so each row is its own straight-line loop. `for_each`, not
+/// a `for` loop: with `for`, F(4×4)'s input transform ran about 15% slower
+/// (`conv/w1/vgg.conv1_2` 16.0 against 14.2 ms in `cargo bench -p taopipe-nets`).
+#[inline(always)]
+fn row_k<const K: usize>(f: impl Fn(usize, [f32; 6]) -> f32, x: [&[f32]; 6], out: &mut [f32]) {
+    let n = out.len();
+    let [x0, x1, x2, x3, x4, x5] = x;
+    let (x0, x1, x2, x3, x4, x5) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &x4[..n], &x5[..n]);
+    out.iter_mut()
+        .enumerate()
+        .for_each(|(t, o)| *o = f(K, [x0[t], x1[t], x2[t], x3[t], x4[t], x5[t]]));
+}
+
+/// Row `k` of a transform (`f`: [`bt`] or [`at`]) applied to `T` slices, into `out`.
+#[inline(always)]
+fn transform_row<const T: usize>(
+    f: impl Fn(usize, [f32; 6]) -> f32,
+    k: usize,
+    x: [&[f32]; T],
+    out: &mut [f32],
+) {
+    let x = wide(x, out.len());
+    match k {
+        0 => row_k::<0>(f, x, out),
+        1 => row_k::<1>(f, x, out),
+        2 => row_k::<2>(f, x, out),
+        3 => row_k::<3>(f, x, out),
+        4 => row_k::<4>(f, x, out),
+        _ => row_k::<5>(f, x, out),
+    }
+}
+
+/// `out[k][t] = Bᵀ[k] · (x0[t], …)`: the input transform along one axis, for every tile
+/// at once, in one pass (`out` holds six rows of `n`; the first `T` are written).
+#[inline(always)]
+fn bt_rows<const T: usize>(x: [&[f32]; T], n: usize, out: &mut [f32]) {
+    let [x0, x1, x2, x3, x4, x5] = wide(x, n);
+    let (x0, x1, x2, x3, x4, x5) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &x4[..n], &x5[..n]);
+    let [o0, o1, o2, o3, o4, o5] = split_rows::<6>(out, n);
+    let (o0, o1, o2) = (&mut o0[..n], &mut o1[..n], &mut o2[..n]);
+    let (o3, o4, o5) = (&mut o3[..n], &mut o4[..n], &mut o5[..n]);
+    for t in 0..n {
+        let col = [x0[t], x1[t], x2[t], x3[t], x4[t], x5[t]];
+        o0[t] = bt::<T>(0, col);
+        o1[t] = bt::<T>(1, col);
+        o2[t] = bt::<T>(2, col);
+        o3[t] = bt::<T>(3, col);
+        if T == 6 {
+            o4[t] = bt::<T>(4, col);
+            o5[t] = bt::<T>(5, col);
+        }
+    }
+}
+
+/// The first `N` rows of `n` floats of `buf`, mutably.
+#[inline(always)]
+fn split_rows<const N: usize>(buf: &mut [f32], n: usize) -> [&mut [f32]; N] {
+    let mut rest = &mut buf[..N * n];
+    std::array::from_fn(|_| {
+        let (row, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        rest = tail;
+        row
+    })
 }
 
 /// Packs the input transform `V = Bᵀ d B` of tile rows `rows` and input channels `channels`
 /// into `out`: row `ξ·panels + p` of `out` is column panel `p` of `V_ξ` (`nr` tiles per
-/// channel), restricted to these channels (column `(c − channels.start)·nr + lane`). Per channel and tile row, the six
-/// input rows are copied into a zero-padded strip, transformed along x for every tile at
-/// once (stride-4 windows), then along y (contiguous), then scattered into the panels.
-/// A tile row's first two input rows are the previous one's last two: their x transforms
-/// are copied, not redone. VGG16's Winograd layers at width 1 went from 98.2–101.8 to
-/// 93.8–98.1 ms summed a frame (`frame --net vgg16 --width 1 --profile`, three rounds
-/// taking turns with the build before, 2-core AVX-512 Xeon VM); at width 2 level.
+/// channel), restricted to these channels (column `(c − channels.start)·nr + lane`). Per
+/// channel and tile row, the `m + 2` input rows are copied into a zero-padded strip,
+/// transformed along x for every tile at once (stride-`m` windows), then along y
+/// (contiguous), then scattered into the panels. A tile row's first two input rows are the
+/// previous one's last two: their x transforms are copied, not redone. VGG16's Winograd
+/// layers at width 1 went from 98.2–101.8 to 93.8–98.1 ms summed a frame (`frame --net
+/// vgg16 --width 1 --profile`, three rounds taking turns with the build before, 2-core
+/// AVX-512 Xeon VM); at width 2 level.
 #[inline(always)]
 pub(crate) fn input_block(
+    g: &Geometry,
+    x: &[f32],
+    rows: Range<usize>,
+    channels: Range<usize>,
+    nr: usize,
+    out: &mut MatMut<'_>,
+    work: &mut [f32],
+) {
+    match g.tile {
+        Tile::F2 => input_tiles::<2, 4>(g, x, rows, channels, nr, out, work),
+        Tile::F4 => input_tiles::<4, 6>(g, x, rows, channels, nr, out, work),
+    }
+}
+
+/// [`input_block`] for output tiles of side `M` (input tiles of side `T = M + 2`).
+#[inline(always)]
+pub(crate) fn input_tiles<const M: usize, const T: usize>(
     g: &Geometry,
     x: &[f32],
     rows: Range<usize>,
@@ -444,9 +625,10 @@ pub(crate) fn input_block(
     let tiles = rows.len() * tw;
     let panels = tiles.div_ceil(nr);
     let plane = g.h * g.w;
-    let (strip, rest) = work[..input_work_len(tiles, tw)].split_at_mut(strip_len(tw));
-    let (phases, rest) = rest.split_at_mut(M * (tw + 1));
-    let (r, v) = rest.split_at_mut(XI * tiles);
+    let work = &mut work[..input_work_len(g.tile, tiles, tw)];
+    let (strip, rest) = work.split_at_mut(strip_len(M, tw));
+    let (phases, rest) = rest.split_at_mut(4 * (tw + 1));
+    let (r, v) = rest.split_at_mut(T * T * tiles);
     for c in channels.clone() {
         let xc = &x[c * plane..(c + 1) * plane];
         let lane0 = (c - channels.start) * nr;
@@ -464,36 +646,33 @@ pub(crate) fn input_block(
                     }
                     continue;
                 }
-                // Input row `4·ty + i − py`, zero-padded: strip[k] = x[·][k − px].
+                // Input row `M·ty + i − py`, zero-padded: strip[k] = x[·][k − px].
                 let iy = (ty * M + i).wrapping_sub(g.py);
                 strip.fill(0.0);
                 if iy < g.h {
                     let n = g.w.min(strip.len() - g.px);
                     strip[g.px..g.px + n].copy_from_slice(&xc[iy * g.w..iy * g.w + n]);
                 }
-                // The four phases of the stride-4 windows: phase q of tile t = strip[4t + q].
-                let (p0, rest) = phases.split_at_mut(tw + 1);
-                let (p1, rest) = rest.split_at_mut(tw + 1);
-                let (p2, p3) = rest.split_at_mut(tw + 1);
+                // The M phases of the stride-M windows: phase q of tile t = strip[M·t + q].
+                let [p0, p1, p2, p3] = split_rows::<4>(phases, tw + 1);
+                let (p0, p1) = (&mut p0[..tw + 1], &mut p1[..tw + 1]);
+                let (p2, p3) = (&mut p2[..tw + 1], &mut p3[..tw + 1]);
                 for (t, q) in strip.chunks_exact(M).take(tw + 1).enumerate() {
                     p0[t] = q[0];
                     p1[t] = q[1];
-                    p2[t] = q[2];
-                    p3[t] = q[3];
+                    if M == 4 {
+                        p2[t] = q[2];
+                        p3[t] = q[3];
+                    }
                 }
-                let window = [
-                    &p0[..tw],
-                    &p1[..tw],
-                    &p2[..tw],
-                    &p3[..tw],
-                    &p0[1..],
-                    &p1[1..],
-                ];
-                let mut o: [&mut [f32]; T] =
-                    split6(&mut r[i * T * tiles..(i + 1) * T * tiles], tiles);
+                let ph = [&*p0, &*p1, &*p2, &*p3];
+                // Column j of tile t's window is strip[M·t + j]: phase j % M, one tile on
+                // per M columns.
+                let window: [&[f32]; T] = std::array::from_fn(|j| &ph[j % M][j / M..j / M + tw]);
+                let mut o = split_rows::<T>(&mut r[i * T * tiles..(i + 1) * T * tiles], tiles);
                 for (jj, oj) in o.iter_mut().enumerate() {
                     let dst = &mut oj[ri * tw..(ri + 1) * tw];
-                    bt_row(jj, window, dst);
+                    transform_row(bt::<T>, jj, window, dst);
                 }
             }
         }
@@ -519,34 +698,7 @@ pub(crate) fn input_block(
     }
 }
 
-/// Six `n`-long rows of `buf`, mutably.
-#[inline(always)]
-fn split6(buf: &mut [f32], n: usize) -> [&mut [f32]; T] {
-    let (o0, rest) = buf[..T * n].split_at_mut(n);
-    let (o1, rest) = rest.split_at_mut(n);
-    let (o2, rest) = rest.split_at_mut(n);
-    let (o3, rest) = rest.split_at_mut(n);
-    let (o4, o5) = rest.split_at_mut(n);
-    [o0, o1, o2, o3, o4, o5]
-}
-
-/// Row `k` of `Bᵀ` applied to six slices, into `out`.
-#[inline(always)]
-fn bt_row(k: usize, x: [&[f32]; T], out: &mut [f32]) {
-    let n = out.len();
-    let [x0, x1, x2, x3, x4, x5] = x.map(|s| &s[..n]);
-    let it = out.iter_mut().enumerate();
-    match k {
-        0 => it.for_each(|(t, o)| *o = 4.0 * x0[t] - 5.0 * x2[t] + x4[t]),
-        1 => it.for_each(|(t, o)| *o = (x4[t] + x3[t]) - 4.0 * (x1[t] + x2[t])),
-        2 => it.for_each(|(t, o)| *o = (x4[t] - x3[t]) + 4.0 * (x1[t] - x2[t])),
-        3 => it.for_each(|(t, o)| *o = (x4[t] - x2[t]) + 2.0 * (x3[t] - x1[t])),
-        4 => it.for_each(|(t, o)| *o = (x4[t] - x2[t]) - 2.0 * (x3[t] - x1[t])),
-        _ => it.for_each(|(t, o)| *o = 4.0 * x1[t] - 5.0 * x3[t] + x5[t]),
-    }
-}
-
-/// The products `M_ξ` of a block's 36 GEMMs, as the output transform reads them: channel
+/// The products `M_ξ` of a block's GEMMs, as the output transform reads them: channel
 /// `k`'s tiles under `ξ` are the row at `(ξ·stride + k)·ldm`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Products<'a> {
@@ -560,9 +712,26 @@ pub(crate) struct Products<'a> {
 /// Applies the output transform `Y = Aᵀ m A` to the first `n` channels of `m` of tile rows
 /// `rows`, then the epilogue, into `out` (`n` channels × the block's pixels). Per
 /// channel and tile row: along y for every tile at once, then along x, interleaving the
-/// four outputs of each tile into output rows.
+/// `m` outputs of each tile into output rows.
 #[inline(always)]
 pub(crate) fn output_block(
+    g: &Geometry,
+    m: Products<'_>,
+    n: usize,
+    rows: Range<usize>,
+    e: &BlockEpilogue<'_>,
+    out: &mut MatMut<'_>,
+    work: &mut [f32],
+) {
+    match g.tile {
+        Tile::F2 => output_tiles::<2, 4>(g, m, n, rows, e, out, work),
+        Tile::F4 => output_tiles::<4, 6>(g, m, n, rows, e, out, work),
+    }
+}
+
+/// [`output_block`] for output tiles of side `M` (products of side `T = M + 2`).
+#[inline(always)]
+pub(crate) fn output_tiles<const M: usize, const T: usize>(
     g: &Geometry,
     m: Products<'_>,
     n: usize,
@@ -574,7 +743,7 @@ pub(crate) fn output_block(
     let tw = g.tw;
     let tiles = rows.len() * tw;
     let oy0 = rows.start * M;
-    let (q, orow) = work[..output_work_len(tiles, tw)].split_at_mut(M * T * tiles);
+    let (q, orow) = work[..output_work_len(g.tile, tiles, tw)].split_at_mut(M * T * tiles);
     for ch in 0..n {
         let bias = e.bias[ch];
         let with_residual = |y: f32, r: f32| {
@@ -589,14 +758,11 @@ pub(crate) fn output_block(
                 &m.values[at..at + tiles]
             });
             for ii in 0..M {
-                at_row(
-                    ii,
-                    c,
-                    &mut q[(ii * T + jj) * tiles..(ii * T + jj + 1) * tiles],
-                );
+                let dst = &mut q[(ii * T + jj) * tiles..(ii * T + jj + 1) * tiles];
+                transform_row(at::<T>, ii, c, dst);
             }
         }
-        // Along x, interleaving each tile's four outputs into the output rows.
+        // Along x, interleaving each tile's M outputs into the output rows.
         for (ri, ty) in rows.clone().enumerate() {
             for ii in 0..M {
                 let oy = ty * M + ii;
@@ -608,13 +774,14 @@ pub(crate) fn output_block(
                     &q[at..at + tw]
                 });
                 let row = &mut orow[..M * tw];
+                let [c0, c1, c2, c3, c4, c5] = wide(c, tw);
+                let (c0, c1, c2) = (&c0[..tw], &c1[..tw], &c2[..tw]);
+                let (c3, c4, c5) = (&c3[..tw], &c4[..tw], &c5[..tw]);
                 for (t, o) in row.chunks_exact_mut(M).enumerate() {
-                    let [m0, m1, m2, m3, m4, m5] =
-                        [c[0][t], c[1][t], c[2][t], c[3][t], c[4][t], c[5][t]];
-                    o[0] = m0 + (m1 + m2) + (m3 + m4);
-                    o[1] = (m1 - m2) + 2.0 * (m3 - m4);
-                    o[2] = (m1 + m2) + 4.0 * (m3 + m4);
-                    o[3] = (m1 - m2) + 8.0 * (m3 - m4) + m5;
+                    let col = [c0[t], c1[t], c2[t], c3[t], c4[t], c5[t]];
+                    for (ii, o) in o.iter_mut().enumerate() {
+                        *o = at::<T>(ii, col);
+                    }
                 }
                 let at = (oy - oy0) * g.ow;
                 let d = &mut dst[at..at + g.ow];
@@ -642,19 +809,5 @@ pub(crate) fn output_block(
                 }
             }
         }
-    }
-}
-
-/// Row `k` of `Aᵀ` applied to six slices, into `out`.
-#[inline(always)]
-fn at_row(k: usize, m: [&[f32]; T], out: &mut [f32]) {
-    let n = out.len();
-    let [m0, m1, m2, m3, m4, m5] = m.map(|s| &s[..n]);
-    let it = out.iter_mut().enumerate();
-    match k {
-        0 => it.for_each(|(t, o)| *o = m0[t] + (m1[t] + m2[t]) + (m3[t] + m4[t])),
-        1 => it.for_each(|(t, o)| *o = (m1[t] - m2[t]) + 2.0 * (m3[t] - m4[t])),
-        2 => it.for_each(|(t, o)| *o = (m1[t] + m2[t]) + 4.0 * (m3[t] + m4[t])),
-        _ => it.for_each(|(t, o)| *o = (m1[t] - m2[t]) + 8.0 * (m3[t] - m4[t]) + m5[t]),
     }
 }
