@@ -30,12 +30,17 @@
 //! - With fewer channels the transforms (per input channel and per output channel) cost
 //!   more than the multiplies saved in the GEMMs.
 //! - With few tiles the GEMMs' `n` (the tile count) is short, and the transformed weights
-//!   (t² · K · C floats, 2.25× the direct path's for F(2×2), 4× for F(4×4)) are read once
+//!   (t² · K · C floats, 1.8× the direct path's for F(2×2), 4× for F(4×4)) are read once
 //!   per frame for little work: the layer waits on memory. A 14×14 or 13×13 plane makes 16
 //!   tiles of F(4×4) and 49 of F(2×2). With F(2×2), VGG16's three 14×14 layers went from
-//!   4.0–4.3 to 3.5–3.7 ms each, ResNet50's five 14×14 `256 → 256` layers from 1.17–1.21 to
-//!   0.99–1.05 ms, and AlexNet's 13×13 layers from 1.30/1.77/1.24 to 1.18/1.54/1.08 ms
-//!   (`frame --width 1 --profile`, 2-core AVX-512 Xeon VM, builds taking turns). On 28×28
+//!   4.0–4.5 to 3.5–3.9 ms each, ResNet50's five 14×14 `256 → 256` layers from 1.17–1.21
+//!   to 0.99–1.05 ms, and AlexNet's 13×13 layers from 1.30/1.77/1.24 to 1.18/1.54/1.08 ms
+//!   (`frame --width 1 --profile`, 2-core AVX-512 Xeon VM, builds taking turns). The gain
+//!   is the weights' trip from memory: with them hot in cache, run over and over alone,
+//!   F(4×4) stays the faster there (VGG16's 14×14 layers at 372–401 effective GFLOP/s
+//!   against F(2×2)'s 285–291, ResNet50's at 292 against 238: `cargo bench -p taopipe-nets
+//!   --bench bench_main -- report`), so the rule suits a frame, whose weights do not stay
+//!   in cache from one frame to the next, not a layer run alone. On 28×28
 //!   (49 tiles of F(4×4)) F(4×4) stays faster: VGG16's `512 → 512` layer took 9.4 ms with
 //!   F(4×4) and 13.4 with F(2×2) (`cargo bench -p taopipe-nets --bench bench_main --
 //!   conv/w1/vgg.conv4_2`). A 7×7 plane (ResNet50's layer4, 16 tiles of F(2×2)) stays on the
