@@ -13,7 +13,7 @@
 //!
 //! Both are computed separably: for each output row, the window's input rows are reduced
 //! column by column (contiguous runs, vectorised), then each output reduces its columns
-//! of that. An average sums rows first, so its rounding is not the row-major order's;
+//! of that (an unpadded 2×2/2 max pool in one pass: `max_2x2`). An average sums rows first, so its rounding is not the row-major order's;
 //! it is the same for every width.
 
 use crate::activation::max_nan;
@@ -194,6 +194,10 @@ impl Kernel for Pool2d {
         for c in channels {
             let plane = &input[c * h * w..(c + 1) * h * w];
             let dst = &mut out[(c - first) * oh * ow..(c - first + 1) * oh * ow];
+            if max && (k, s, pad) == (2, 2, 0) {
+                max_2x2(plane, w, dst, ow);
+                continue;
+            }
             for oy in 0..oh {
                 let (y0, y1) = self.window(oy, h);
                 let inner = &mut column[pad..pad + w];
@@ -229,6 +233,22 @@ impl Kernel for Pool2d {
                     }
                 }
             }
+        }
+    }
+}
+
+/// 2×2/2 max pooling of one unpadded plane (`w` wide) into `dst` (`ow` wide), in one
+/// pass: each output `max(max(a₀, b₀), max(a₁, b₁))` from its two rows `a` and `b`, the
+/// separable route's operations in its order (rows first, then the pair), without the
+/// row of maxima written and read back. VGG16's five pools summed a frame went from
+/// 2.32–2.46 to 2.04–2.20 ms at width 1 and 1.22–1.26 to 1.13–1.16 at width 2 (`frame
+/// --net vgg16 --profile`, three rounds taking turns with the build before, 2-core
+/// AVX-512 Xeon VM); ORT's take 1.06 and 0.53.
+fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
+    for (d, rows) in dst.chunks_exact_mut(ow).zip(plane.chunks_exact(2 * w)) {
+        let (r0, r1) = rows.split_at(w);
+        for ((d, a), b) in d.iter_mut().zip(r0.chunks_exact(2)).zip(r1.chunks_exact(2)) {
+            *d = max_nan(max_nan(a[0], b[0]), max_nan(a[1], b[1]));
         }
     }
 }

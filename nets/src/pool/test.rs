@@ -62,6 +62,32 @@ proptest! {
     }
 }
 
+/// The one-pass 2×2/2 max pool (`max_2x2`, VGG16's pools) on odd and even sizes, with
+/// NaN and ±∞ sprinkled in: the naive pool's values, NaN where it has NaN.
+#[test]
+fn two_by_two_max_pool_matches_naive_on_odd_sizes() {
+    let p = PoolParams::max(2, 2, 0);
+    for (i, (c, h, w)) in [(1, 2, 2), (3, 5, 7), (2, 8, 9), (4, 13, 13), (1, 224, 224)]
+        .into_iter()
+        .enumerate()
+    {
+        let input = Shape::new(c, h, w);
+        let mut x = random_vec(input.len(), i as u64);
+        sprinkle_specials(&mut x, 7, i as u64);
+        let got = Pool2d::new(p, input)
+            .unwrap()
+            .forward(&[&x], &mut Scratch::new());
+        let want = naive::pool(&p, input, &x);
+        assert_eq!(got.len(), want.len());
+        for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g.is_nan() && w.is_nan()) || g == w,
+                "{input} output {j}: {g} vs {w}"
+            );
+        }
+    }
+}
+
 #[test]
 fn max_pool_of_a_window_with_nan_is_nan() {
     // Every position of a 4×4 plane in turn holds NaN among finite values: exactly the
