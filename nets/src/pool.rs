@@ -241,9 +241,9 @@ impl Kernel for Pool2d {
 /// pass: each output `max(max(a₀, b₀), max(a₁, b₁))` from its two rows `a` and `b`, the
 /// separable route's operations in its order (rows first, then the pair), without the
 /// row of maxima written and read back. VGG16's five pools summed a frame went from
-/// 2.32–2.46 to 2.04–2.20 ms at width 1 and 1.22–1.26 to 1.13–1.16 at width 2 (`frame
-/// --net vgg16 --profile`, three rounds taking turns with the build before, 2-core
-/// AVX-512 Xeon VM); ORT's take 1.06 and 0.53.
+/// 2.22–2.46 to 2.02–2.20 ms at width 1 (six rounds) and 1.22–1.26 to 1.13–1.16 at width
+/// 2 (three rounds; `frame --net vgg16 --profile`, taking turns with the build before,
+/// 2-core AVX-512 Xeon VM); ORT's take 1.06 and 0.53.
 fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
     for (d, rows) in dst.chunks_exact_mut(ow).zip(plane.chunks_exact(2 * w)) {
         let (r0, r1) = rows.split_at(w);
