@@ -13,8 +13,8 @@
 //!
 //! Both are computed separably: for each output row, the window's input rows are reduced
 //! column by column (contiguous runs, vectorised), then each output reduces its columns
-//! of that (an unpadded 2×2/2 max pool in one pass: `max_2x2`). An average sums rows first, so its rounding is not the row-major order's;
-//! it is the same for every width.
+//! of that (an unpadded 2×2/2 max pool in one pass: `max_2x2`). An average sums rows
+//! first, so its rounding is not the row-major order's; it is the same for every width.
 
 use crate::activation::max_nan;
 use crate::error::KernelError;
@@ -262,10 +262,10 @@ fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
 /// ResNet50's 3×3/2 max pool 0.61 ms and VGG16's first 2×2/2 2.37 ms a frame against
 /// ORT's 0.16 and 1.12 (2-core AVX-512 VM).
 ///
-/// The common windows take fewer passes: 2×2/2 takes each pair's maximum straight from
-/// the column (no phases), 3×3 the three slices' maximum in one pass (not a copy and two
-/// passes), and the caller reduces a window's first two rows in one pass (not a copy and
-/// a pass). The pools summed per frame (`frame --net N --width 1 --profile`, three rounds
+/// The common windows take fewer passes: 2×2/2 (padded; an unpadded one is `max_2x2`'s)
+/// takes each pair's maximum straight from the column (no phases), 3×3 the three slices'
+/// maximum in one pass (not a copy and two passes), and the caller reduces a window's
+/// first two rows in one pass (not a copy and a pass). The pools summed per frame (`frame --net N --width 1 --profile`, three rounds
 /// with the build before taking turns, 2-core AVX-512 Xeon VM): VGG16's 2.39–2.58 →
 /// 1.98–2.22 ms, ResNet50's 0.29–0.31 → 0.25–0.28, AlexNet's 0.30–0.31 → 0.20–0.21. A
 /// 3×3/2 window straight from the column, as for 2×2, helped AlexNet's 55-wide rows but

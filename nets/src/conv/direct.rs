@@ -134,16 +134,16 @@ impl Direct {
         if cols.is_empty() {
             return;
         }
+        if self.is_pointwise() {
+            self.pack_pointwise(x, cols, out);
+            return;
+        }
         let windowed = self.is_windowed().then(|| {
             let window = self.window(&cols);
             let split = &mut work[..window.len(self.p.in_channels)];
             self.split_rows(x, &window, split);
             (window, &*split)
         });
-        if self.is_pointwise() {
-            self.pack_pointwise(x, cols, out);
-            return;
-        }
         let (nr, kdim) = (self.nr, self.kdim);
         for (pi, j0) in cols.clone().step_by(nr).enumerate() {
             let panel = &mut out[pi * kdim * nr..(pi + 1) * kdim * nr];

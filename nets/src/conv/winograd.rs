@@ -516,11 +516,12 @@ fn at<const T: usize>(k: usize, m: [f32; 6]) -> f32 {
     }
 }
 
-/// `T ≤ 6` slices cut to `n` floats, as six, the last repeated: the transforms' loops read
-/// six named slices whatever `T`, and a `T < 6` formula never reads the repeats.
+/// `T ≤ 6` slices as six, the last repeated: the transforms' loops read six named slices
+/// (each cut to the loop's length there) whatever `T`, and a `T < 6` formula never reads
+/// the repeats.
 #[inline(always)]
-fn wide<const T: usize>(x: [&[f32]; T], n: usize) -> [&[f32]; 6] {
-    std::array::from_fn(|i| &x[i.min(T - 1)][..n])
+fn wide<const T: usize>(x: [&[f32]; T]) -> [&[f32]; 6] {
+    std::array::from_fn(|i| x[i.min(T - 1)])
 }
 
 /// `out[t] = f(K, (x0[t], …))` for every `t`: one row of a transform over many tiles,
@@ -545,7 +546,7 @@ fn transform_row<const T: usize>(
     x: [&[f32]; T],
     out: &mut [f32],
 ) {
-    let x = wide(x, out.len());
+    let x = wide(x);
     match k {
         0 => row_k::<0>(f, x, out),
         1 => row_k::<1>(f, x, out),
@@ -560,7 +561,7 @@ fn transform_row<const T: usize>(
 /// at once, in one pass (`out` holds six rows of `n`; the first `T` are written).
 #[inline(always)]
 fn bt_rows<const T: usize>(x: [&[f32]; T], n: usize, out: &mut [f32]) {
-    let [x0, x1, x2, x3, x4, x5] = wide(x, n);
+    let [x0, x1, x2, x3, x4, x5] = wide(x);
     let (x0, x1, x2, x3, x4, x5) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &x4[..n], &x5[..n]);
     let [o0, o1, o2, o3, o4, o5] = split_rows::<6>(out, n);
     let (o0, o1, o2) = (&mut o0[..n], &mut o1[..n], &mut o2[..n]);
@@ -617,7 +618,7 @@ pub(crate) fn input_block(
 
 /// [`input_block`] for output tiles of side `M` (input tiles of side `T = M + 2`).
 #[inline(always)]
-pub(crate) fn input_tiles<const M: usize, const T: usize>(
+fn input_tiles<const M: usize, const T: usize>(
     g: &Geometry,
     x: &[f32],
     rows: Range<usize>,
@@ -736,7 +737,7 @@ pub(crate) fn output_block(
 
 /// [`output_block`] for output tiles of side `M` (products of side `T = M + 2`).
 #[inline(always)]
-pub(crate) fn output_tiles<const M: usize, const T: usize>(
+fn output_tiles<const M: usize, const T: usize>(
     g: &Geometry,
     m: Products<'_>,
     n: usize,
@@ -779,7 +780,7 @@ pub(crate) fn output_tiles<const M: usize, const T: usize>(
                     &q[at..at + tw]
                 });
                 let row = &mut orow[..M * tw];
-                let [c0, c1, c2, c3, c4, c5] = wide(c, tw);
+                let [c0, c1, c2, c3, c4, c5] = wide(c);
                 let (c0, c1, c2) = (&c0[..tw], &c1[..tw], &c2[..tw]);
                 let (c3, c4, c5) = (&c3[..tw], &c4[..tw], &c5[..tw]);
                 for (t, o) in row.chunks_exact_mut(M).enumerate() {
