@@ -144,7 +144,11 @@ pub(crate) fn run_if_selected() {
     let bw1 = probe::bandwidth(isa, BANDWIDTH_BYTES);
     let bw2 = gang_bandwidth(&rt, isa, 2);
     println!("\n## The machine, measured now\n");
-    println!("- kernels: `{isa}` ({})", isa.kernels());
+    println!(
+        "- kernels: `{isa}` ({}; {} for the direct path's reductions over 192)",
+        isa.kernels(),
+        isa.wide_kernels()
+    );
     println!(
         "- FMA peak of one core: **{peak:.1} GFLOP/s** (independent FMA chains, `probe::fma_peak`)"
     );

@@ -217,7 +217,7 @@ pub fn gemm(
 ///   against 0.89 at width 2, and the whole frame 1.8% faster at both widths. Alone, with
 ///   its output hot, the stem was level at width 1 and 6% slower at width 2: the order
 ///   pays where the output is cold, as in a frame.
-const STORE_BOUND_K: usize = 192;
+pub(crate) const STORE_BOUND_K: usize = 192;
 
 #[cfg(test)]
 mod test;

@@ -442,7 +442,10 @@ impl Conv2d {
                     .join(", "),
             }));
         }
-        let kernels = isa.kernels();
+        let kernels = match algo.tile() {
+            None => Direct::kernels(isa, params.in_channels * params.kernel.0 * params.kernel.1),
+            Some(_) => isa.kernels(),
+        };
         let blocking = Blocking::new(kernels, CacheSizes::get());
         let engine: Box<dyn Engine> = match algo.tile() {
             None => Box::new(Direct::new(

@@ -134,6 +134,26 @@ fn algorithm_order() {
     ));
 }
 
+/// The direct path's tile follows the GEMM's loop order: the wide one exactly where the
+/// weights stream past each column panel (`Direct::kernels`).
+#[test]
+fn direct_tiles_follow_the_loop_order() {
+    use crate::gemm::STORE_BOUND_K;
+    for isa in Isa::available() {
+        let at = |kdim| direct::Direct::kernels(isa, kdim);
+        assert!(std::ptr::eq(at(STORE_BOUND_K), isa.kernels()), "{isa}");
+        assert!(
+            std::ptr::eq(at(STORE_BOUND_K + 1), isa.wide_kernels()),
+            "{isa}"
+        );
+    }
+    #[cfg(target_arch = "x86_64")]
+    if Isa::Avx512.is_supported() {
+        let wide = Isa::Avx512.wide_kernels();
+        assert_eq!((wide.mr, wide.nr), (8, 48));
+    }
+}
+
 #[test]
 fn multi_block_layers_match_naive() {
     // Large enough that every algorithm runs several blocks, and K not a multiple of MR.

@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::cache::CacheSizes;
-use crate::simd::{Isa, MatRef, Residual};
+use crate::simd::{Isa, Kernels, MatRef, Residual};
 use crate::test_util::{proptest_config, random_vec};
 
 /// Packs row-major `b` (`kdim × cols`) into panels.
@@ -24,22 +24,23 @@ proptest! {
 
     /// Every ISA, odd sizes, several blockings (small caches force many kc and mc blocks),
     /// a row range starting anywhere (inside a panel too), reductions on both sides of
-    /// `STORE_BOUND_K` (the two loop orders): against f64, and the bits do not depend on
-    /// the blocking.
+    /// `STORE_BOUND_K` (the two loop orders), every tile shape: against f64, and the bits
+    /// depend neither on the blocking nor on the tile (the direct path picks its tile by
+    /// the reduction's length: `conv/direct.rs`).
     #[test]
     fn blocked_gemm_matches_reference(
         m in 1usize..40, n in 1usize..70, kdim in 1usize..300, first in 0usize..30,
         relu: bool, residual: bool, seed in 0u64..1000,
     ) {
         for isa in Isa::available() {
-            let k = isa.kernels();
+            let mut results = Vec::new();
+            for k in Kernels::variants(isa) {
             let rows = first.min(m - 1)..m;
             let a = random_vec(m * kdim, seed);
             let b = random_vec(kdim * n, seed + 1);
             let bias = random_vec(m, seed + 2);
             let res = random_vec(m * n, seed + 3);
             let pb = pack_b(&b, kdim, n, k.nr);
-            let mut results = Vec::new();
             for caches in [CacheSizes::get(), CacheSizes { l1d: 4 << 10, l2: 16 << 10, l3: 1 << 20 }] {
                 let blocking = Blocking::new(k, caches);
                 let pa = PackedA::from_rows(k.mr, blocking.kc, m, kdim, &a);
@@ -71,10 +72,13 @@ proptest! {
                         prop_assert!((got - v).abs() <= 1e-5 * (kdim as f64 + 2.0), "{k}: ({r},{j}) {got} vs {v}");
                     }
                 }
-                results.push(c);
+                results.push((k, c));
+            }
             }
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            prop_assert_eq!(bits(&results[0]), bits(&results[1]));
+            for (k, c) in &results[1..] {
+                prop_assert_eq!(bits(c), bits(&results[0].1), "{} against {}", k, results[0].0);
+            }
         }
     }
 }

@@ -172,16 +172,33 @@ impl Isa {
             _ => &portable::PORTABLE,
         }
     }
+
+    /// The micro-kernel table of this path for GEMMs that stream their weights past each
+    /// column panel (the direct path's longer reductions, `conv/direct.rs` says which): a
+    /// wider, shorter tile than [`Isa::kernels`]' on AVX-512, the same table elsewhere.
+    ///
+    /// # Panics
+    /// As [`Isa::kernels`].
+    pub fn wide_kernels(self) -> &'static Kernels {
+        let kernels = self.kernels();
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => &x86::AVX512_WIDE,
+            _ => kernels,
+        }
+    }
 }
 
 impl Kernels {
-    /// Every GEMM tile shape built for `isa` (the table's own first), for benchmarks that
-    /// compare them. Empty when this CPU cannot run `isa`.
+    /// Every GEMM tile shape built for `isa` (its two tables first: [`Isa::kernels`], then
+    /// [`Isa::wide_kernels`] where it differs), for benchmarks that compare them. Empty
+    /// when this CPU cannot run `isa`.
     pub fn variants(isa: Isa) -> Vec<&'static Kernels> {
         if !isa.is_supported() {
             return Vec::new();
         }
-        let first = std::iter::once(isa.kernels());
+        let (main, wide) = (isa.kernels(), isa.wide_kernels());
+        let first = std::iter::once(main).chain((!std::ptr::eq(main, wide)).then_some(wide));
         #[cfg(target_arch = "x86_64")]
         let first = first.chain(x86::VARIANTS.iter().filter(move |k| k.isa == isa));
         first.collect()
