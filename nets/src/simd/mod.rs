@@ -294,6 +294,8 @@ pub(crate) struct RawTile {
     pub(crate) a: *const f32,
     pub(crate) a_step: usize,
     pub(crate) b: *const f32,
+    /// Floats from `b` to the next panel (read by a kernel with extra columns only).
+    pub(crate) b_next: usize,
     pub(crate) c: *mut f32,
     pub(crate) ldc: usize,
     /// Add to what `c` holds (a later `kc` block) instead of overwriting it.
@@ -333,6 +335,7 @@ impl RawTile {
             a: a.as_ptr(),
             a_step,
             b: b.as_ptr(),
+            b_next: 0,
             c: c_ptr,
             ldc: c.ld(),
             accumulate,
@@ -356,6 +359,10 @@ pub struct Kernels {
     /// Floats per vector register.
     pub lanes: usize,
     pub(crate) gemm: GemmFn,
+    /// [`Kernels::gemm`]'s kernels that also compute the first `x + 1` columns of the next
+    /// panel, entry `x` ([`Kernels::gemm_extra`]): as many as leave the extra accumulators
+    /// in registers. `None` where `MR` rows do not fit one vector, or no register is left.
+    pub(crate) gemm_extra: Option<&'static [GemmFn]>,
     /// The kernel of a panel's first `lanes` columns, for panels about that short (a
     /// 28×28 plane's 784 pixels end in a panel of 16 on AVX-512): half the FMAs of
     /// [`Kernels::gemm`]'s kernel where the tile is two vectors wide. `None` where the
@@ -454,41 +461,12 @@ impl Kernels {
         if rows == 0 || cols == 0 {
             return;
         }
-        let panels = rows.div_ceil(mr);
-        assert!(
-            a_step >= kc * mr,
-            "A panels overlap: step {a_step} < {kc}×{mr}"
-        );
-        // The first panel may be entered at row `mr − lead` (a row range starting inside
-        // a panel): then it has `lead < mr` rows and its last k step ends `mr − lead` early.
-        let need = match (kc, panels) {
-            (0, _) => 0,
-            (_, 1) => (kc - 1) * mr + rows,
-            _ => (panels - 1) * a_step + kc * mr,
-        };
-        assert!(
-            a.len() >= need,
-            "A: {} floats for {rows} rows in panels of {kc}×{mr}",
-            a.len()
-        );
+        self.check(kc, a, a_step, c, accumulate, epilogue);
         assert!(b.len() >= kc * nr, "B panel: {} < {kc}×{nr}", b.len());
         assert!(cols <= nr, "tile {rows}×{cols} wider than {nr}");
-        if let Some(e) = epilogue {
-            assert!(e.bias.len() >= rows, "bias: {} < {rows}", e.bias.len());
-            match &e.residual {
-                Residual::From(r) => assert!(
-                    r.rows() >= rows && r.cols() >= cols,
-                    "residual smaller than tile"
-                ),
-                Residual::InPlace => assert!(
-                    !accumulate,
-                    "an in-place residual under partial sums: C no longer holds it"
-                ),
-                Residual::None => {}
-            }
-        }
+        let panels = rows.div_ceil(mr);
         if cols == nr {
-            // SAFETY: the asserts above checked the panels' extents, that `c` (a `MatMut`:
+            // SAFETY: the asserts above and `check` checked the panels' extents, that `c` (a `MatMut`:
             // exclusive and in bounds by construction) is `rows × NR`, that `bias` has
             // `rows` values and that the residual (a `MatRef`, in bounds, or `c` itself)
             // covers it.
@@ -567,6 +545,111 @@ impl Kernels {
             }
             for i in 0..h {
                 c.row_mut(r0 + i)[..cols].copy_from_slice(&local.row(i)[..cols]);
+            }
+        }
+    }
+
+    /// [`Kernels::gemm`] for a whole panel and the first `c.cols() − NR` columns (1 to
+    /// [`Kernels::extra_cols`]) of the panel `b_next` floats after it in `b`, in one pass over
+    /// `a`: the extra columns with the rows in the lanes. Their elements see the
+    /// operations they would in a panel of their own, so the bits are the same.
+    ///
+    /// # Panics
+    /// As [`Kernels::gemm`]; also if the table has no such kernel
+    /// ([`Kernels::extra_cols`] is 0), if `c` is not `NR` plus 1 to that many columns
+    /// wide, or if `a` lacks the lane span after its last panel's last `k` step or `b`
+    /// the next panel's columns.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_extra(
+        &self,
+        kc: usize,
+        a: &[f32],
+        a_step: usize,
+        b: &[f32],
+        b_next: usize,
+        c: &mut MatMut<'_>,
+        accumulate: bool,
+        epilogue: Option<&Epilogue<'_>>,
+    ) {
+        let (mr, nr) = (self.mr, self.nr);
+        let (rows, cols) = (c.rows(), c.cols());
+        let kernels = self.gemm_extra.expect("no kernel with extra columns");
+        assert!(
+            (nr + 1..=nr + kernels.len()).contains(&cols),
+            "{cols} columns: not {nr} and 1 to {} more",
+            kernels.len()
+        );
+        if rows == 0 {
+            return;
+        }
+        self.check(kc, a, a_step, c, accumulate, epilogue);
+        let last = (rows.div_ceil(mr) - 1) * a_step;
+        assert!(
+            kc == 0 || a.len() >= last + (kc - 1) * mr + self.lane_span(),
+            "A: {} floats, no lane span after its last panel",
+            a.len()
+        );
+        assert!(
+            b_next >= kc * nr && b.len() >= b_next + kc.saturating_sub(1) * nr + cols - nr,
+            "B: {} floats for two panels {b_next} apart",
+            b.len()
+        );
+        let mut raw = RawTile::new(kc, a, a_step, b, c, 0, accumulate, epilogue);
+        raw.b_next = b_next;
+        // SAFETY: `Isa::kernels` checked the CPU runs this table's ISA; the asserts above
+        // and `check`, the rest of the contract: A's panels with their lane span, both
+        // panels of B, `c` (a `MatMut`: exclusive and in bounds) `rows × cols`, the bias
+        // and the residual covering it.
+        unsafe { kernels[cols - nr - 1](&raw) };
+    }
+
+    /// The most columns past a whole panel that [`Kernels::gemm_extra`] takes (0: none).
+    pub fn extra_cols(&self) -> usize {
+        self.gemm_extra.map_or(0, <[GemmFn]>::len)
+    }
+
+    /// The checks every GEMM entry makes: `a`'s panels cover `c`'s rows, and the
+    /// epilogue covers `c`.
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        &self,
+        kc: usize,
+        a: &[f32],
+        a_step: usize,
+        c: &MatMut<'_>,
+        accumulate: bool,
+        epilogue: Option<&Epilogue<'_>>,
+    ) {
+        let (mr, rows, cols) = (self.mr, c.rows(), c.cols());
+        let panels = rows.div_ceil(mr);
+        assert!(
+            a_step >= kc * mr,
+            "A panels overlap: step {a_step} < {kc}×{mr}"
+        );
+        // The first panel may be entered at row `mr − lead` (a row range starting inside
+        // a panel): then it has `lead < mr` rows and its last k step ends `mr − lead` early.
+        let need = match (kc, panels) {
+            (0, _) => 0,
+            (_, 1) => (kc - 1) * mr + rows,
+            _ => (panels - 1) * a_step + kc * mr,
+        };
+        assert!(
+            a.len() >= need,
+            "A: {} floats for {rows} rows in panels of {kc}×{mr}",
+            a.len()
+        );
+        if let Some(e) = epilogue {
+            assert!(e.bias.len() >= rows, "bias: {} < {rows}", e.bias.len());
+            match &e.residual {
+                Residual::From(r) => assert!(
+                    r.rows() >= rows && r.cols() >= cols,
+                    "residual smaller than tile"
+                ),
+                Residual::InPlace => assert!(
+                    !accumulate,
+                    "an in-place residual under partial sums: C no longer holds it"
+                ),
+                Residual::None => {}
             }
         }
     }

@@ -20,6 +20,7 @@ pub(super) static PORTABLE: Kernels = Kernels {
     nr: NR,
     lanes: 1,
     gemm,
+    gemm_extra: None,
     gemm_narrow: None,
     gemm_cols: None,
     dot_rows,

@@ -57,12 +57,21 @@ macro_rules! isa_kernels {
             /// The GEMM micro-kernel: full `MR`-row panels, then the remainder rows with
             /// a kernel of exactly that many rows (no wasted FMAs, no copies). It computes
             /// `NV` vectors of columns from B panels `NB` vectors wide: `NV < NB` is the
-            /// narrow kernel of a panel's first columns.
+            /// narrow kernel of a panel's first columns. `X > 0` (with `NV == NB` and `MR
+            /// <= LANES`) also computes the first `X` columns of the next panel, `b_next`
+            /// floats on, with the rows in the lanes (as [`gemm_cols`]), in the same pass
+            /// over A: a plane's last few pixels (49 = 48 + 1, 196 = 4 · 48 + 4) then cost
+            /// no pass of their own over the weights.
             ///
             /// # Safety
             /// See [`super::super::GemmFn`]; the CPU has the target features.
             #[target_feature(enable = $feat)]
-            pub(crate) unsafe fn gemm<const MR: usize, const NV: usize, const NB: usize>(
+            pub(crate) unsafe fn gemm<
+                const MR: usize,
+                const NV: usize,
+                const NB: usize,
+                const X: usize,
+            >(
                 t: &RawTile,
             ) {
                 let full = t.rows / MR;
@@ -70,25 +79,25 @@ macro_rules! isa_kernels {
                 // and the residual exist for every `p < ceil(rows / MR)` (the contract).
                 unsafe {
                     for p in 0..full {
-                        tile::<MR, NV, NB>(t, p * MR, MR, t.a.add(p * t.a_step));
+                        tile::<MR, NV, NB, X>(t, p * MR, MR, t.a.add(p * t.a_step));
                     }
                     let (r0, a) = (full * MR, t.a.add(full * t.a_step));
                     match t.rows - r0 {
-                        1 => tile::<1, NV, NB>(t, r0, MR, a),
-                        2 => tile::<2, NV, NB>(t, r0, MR, a),
-                        3 => tile::<3, NV, NB>(t, r0, MR, a),
-                        4 => tile::<4, NV, NB>(t, r0, MR, a),
-                        5 => tile::<5, NV, NB>(t, r0, MR, a),
-                        6 => tile::<6, NV, NB>(t, r0, MR, a),
-                        7 => tile::<7, NV, NB>(t, r0, MR, a),
-                        8 => tile::<8, NV, NB>(t, r0, MR, a),
-                        9 => tile::<9, NV, NB>(t, r0, MR, a),
-                        10 => tile::<10, NV, NB>(t, r0, MR, a),
-                        11 => tile::<11, NV, NB>(t, r0, MR, a),
-                        12 => tile::<12, NV, NB>(t, r0, MR, a),
-                        13 => tile::<13, NV, NB>(t, r0, MR, a),
-                        14 => tile::<14, NV, NB>(t, r0, MR, a),
-                        15 => tile::<15, NV, NB>(t, r0, MR, a),
+                        1 => tile::<1, NV, NB, X>(t, r0, MR, a),
+                        2 => tile::<2, NV, NB, X>(t, r0, MR, a),
+                        3 => tile::<3, NV, NB, X>(t, r0, MR, a),
+                        4 => tile::<4, NV, NB, X>(t, r0, MR, a),
+                        5 => tile::<5, NV, NB, X>(t, r0, MR, a),
+                        6 => tile::<6, NV, NB, X>(t, r0, MR, a),
+                        7 => tile::<7, NV, NB, X>(t, r0, MR, a),
+                        8 => tile::<8, NV, NB, X>(t, r0, MR, a),
+                        9 => tile::<9, NV, NB, X>(t, r0, MR, a),
+                        10 => tile::<10, NV, NB, X>(t, r0, MR, a),
+                        11 => tile::<11, NV, NB, X>(t, r0, MR, a),
+                        12 => tile::<12, NV, NB, X>(t, r0, MR, a),
+                        13 => tile::<13, NV, NB, X>(t, r0, MR, a),
+                        14 => tile::<14, NV, NB, X>(t, r0, MR, a),
+                        15 => tile::<15, NV, NB, X>(t, r0, MR, a),
                         _ => {}
                     }
                 }
@@ -100,24 +109,34 @@ macro_rules! isa_kernels {
             /// As [`gemm`], for rows `r0..r0 + R` and the panel at `a`.
             #[target_feature(enable = $feat)]
             #[inline]
-            unsafe fn tile<const R: usize, const NV: usize, const NB: usize>(
+            unsafe fn tile<const R: usize, const NV: usize, const NB: usize, const X: usize>(
                 t: &RawTile,
                 r0: usize,
                 ak: usize,
                 a: *const f32,
             ) {
                 let mut acc = [[$zero(); NV]; R];
+                let mut extra = [$zero(); X];
                 // SAFETY: (whole body) the panel at `a` holds `kc·ak` floats (`R <= ak`),
                 // `b` holds `kc·NB·LANES`, and rows `r0..r0 + R` of `c` (`NV·LANES`
                 // writable floats each at `ldc`), of the bias and of the residual exist
                 // (the contract).
                 unsafe {
                     let c = t.c.add(r0 * t.ldc);
+                    // The extra columns' rows in the lanes: lanes past `R` are never stored.
+                    let mut lanes = [0.0f32; LANES];
+                    let x0 = NV * LANES;
                     if t.accumulate {
                         for (i, row) in acc.iter_mut().enumerate() {
                             for (j, v) in row.iter_mut().enumerate() {
                                 *v = $load(c.add(i * t.ldc + j * LANES));
                             }
+                        }
+                        for (x, v) in extra.iter_mut().enumerate() {
+                            for (i, l) in lanes.iter_mut().enumerate().take(R) {
+                                *l = *c.add(i * t.ldc + x0 + x);
+                            }
+                            *v = $load(lanes.as_ptr());
                         }
                     }
                     // Each step's operands from the panels' starts: a pointer stepped past
@@ -134,6 +153,15 @@ macro_rules! isa_kernels {
                             let av = $set1(*a.add(i));
                             for (v, &bj) in row.iter_mut().zip(&bv) {
                                 *v = $fma(av, bj, *v);
+                            }
+                        }
+                        if X > 0 {
+                            // The step's `R` rows and what follows them in A (readable:
+                            // the contract's lane span), times one B value per column.
+                            let av = $load(a);
+                            let b = t.b.add(t.b_next + k * NB * LANES);
+                            for (x, v) in extra.iter_mut().enumerate() {
+                                *v = $fma(av, $set1(*b.add(x)), *v);
                             }
                         }
                     }
@@ -156,6 +184,54 @@ macro_rules! isa_kernels {
                     for (i, row) in acc.iter().enumerate() {
                         for (j, v) in row.iter().enumerate() {
                             $store(c.add(i * t.ldc + j * LANES), *v);
+                        }
+                    }
+                    if X > 0 {
+                        extra_epilogue::<R, X>(t, r0, x0, extra);
+                    }
+                }
+            }
+
+            /// The epilogue and store of [`tile`]'s `X` extra columns, rows `r0..r0 + R`
+            /// in the lanes: bias, residual and ReLU in the tile's order.
+            ///
+            /// # Safety
+            /// As [`tile`] with `X` extra columns.
+            #[target_feature(enable = $feat)]
+            #[inline]
+            unsafe fn extra_epilogue<const R: usize, const X: usize>(
+                t: &RawTile,
+                r0: usize,
+                x0: usize,
+                extra: [$v; X],
+            ) {
+                let mut lanes = [0.0f32; LANES];
+                // SAFETY: rows `r0..r0 + R` of `c`, the bias and the residual exist, with
+                // columns `x0..x0 + X` (the contract).
+                unsafe {
+                    let bias = (!t.bias.is_null()).then(|| {
+                        for (i, l) in lanes.iter_mut().enumerate().take(R) {
+                            *l = *t.bias.add(r0 + i);
+                        }
+                        $load(lanes.as_ptr())
+                    });
+                    for (x, &v) in extra.iter().enumerate() {
+                        let mut v = v;
+                        if let Some(bias) = bias {
+                            v = $add(v, bias);
+                            if !t.residual.is_null() {
+                                for (i, l) in lanes.iter_mut().enumerate().take(R) {
+                                    *l = *t.residual.add((r0 + i) * t.ldr + x0 + x);
+                                }
+                                v = $add(v, $load(lanes.as_ptr()));
+                            }
+                            if t.relu {
+                                v = $max($zero(), v);
+                            }
+                        }
+                        $store(lanes.as_mut_ptr(), v);
+                        for (i, &l) in lanes.iter().enumerate().take(R) {
+                            *t.c.add((r0 + i) * t.ldc + x0 + x) = l;
                         }
                     }
                 }
@@ -422,15 +498,38 @@ macro_rules! isa_kernels {
 /// A [`Kernels`](super::Kernels) table for one ISA module and GEMM tile shape.
 macro_rules! table {
     ($isa:expr, $m:ident, $mr:literal, $nv:literal) => {
+        table!(@build $isa, $m, $mr, $nv, None)
+    };
+    // With the kernels of a panel and the next panel's first 1..=N columns (`gemm`'s `X`;
+    // `MR <= LANES`), N as many as keep the accumulators in the 32 registers: 4 at 12 × 32
+    // (24 + 2 B vectors + broadcast + A + 4 = 32); 2 at 8 × 48, where 4 spilled an
+    // accumulator and moved the others between registers every `k` step (3 would leave
+    // none spare either).
+    ($isa:expr, $m:ident, $mr:literal, $nv:literal, extra 4) => {
+        table!(@build $isa, $m, $mr, $nv, Some(&[
+            $m::gemm::<$mr, $nv, $nv, 1> as $crate::simd::GemmFn,
+            $m::gemm::<$mr, $nv, $nv, 2>,
+            $m::gemm::<$mr, $nv, $nv, 3>,
+            $m::gemm::<$mr, $nv, $nv, 4>,
+        ]))
+    };
+    ($isa:expr, $m:ident, $mr:literal, $nv:literal, extra 2) => {
+        table!(@build $isa, $m, $mr, $nv, Some(&[
+            $m::gemm::<$mr, $nv, $nv, 1> as $crate::simd::GemmFn,
+            $m::gemm::<$mr, $nv, $nv, 2>,
+        ]))
+    };
+    (@build $isa:expr, $m:ident, $mr:literal, $nv:literal, $extra:expr) => {
         Kernels {
             isa: $isa,
             mr: $mr,
             nr: $nv * $m::LANES,
             lanes: $m::LANES,
-            gemm: $m::gemm::<$mr, $nv, $nv>,
+            gemm: $m::gemm::<$mr, $nv, $nv, 0>,
+            gemm_extra: $extra,
             gemm_cols: Some($m::gemm_cols::<$mr, $nv> as $crate::simd::GemmColsFn),
             gemm_narrow: if $nv > 1 {
-                Some($m::gemm::<$mr, 1, $nv> as $crate::simd::GemmFn)
+                Some($m::gemm::<$mr, 1, $nv, 0> as $crate::simd::GemmFn)
             } else {
                 None
             },

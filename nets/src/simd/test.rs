@@ -125,6 +125,66 @@ proptest! {
         }
     }
 
+    /// A whole panel and the next panel's first `x` columns in one pass
+    /// ([`Kernels::gemm_extra`]): the bits of the two panels computed apart, for any rows
+    /// (a lone short panel too, its A ending right after the lane span), with and without
+    /// accumulation and each epilogue part, the residual in place too; nothing outside
+    /// `c` written.
+    #[test]
+    fn extra_columns_have_the_bits_of_their_own_panel(
+        kc in 1usize..40, accumulate: bool, relu: bool, residual: bool, in_place: bool,
+        rows in 1usize..40, x in 1usize..5, gap in 0usize..3, seed in 0u64..1000,
+    ) {
+        for k in tables().into_iter().filter(|k| x <= k.extra_cols()) {
+            let (mr, nr, w) = (k.mr, k.nr, k.nr + x);
+            let panels = rows.div_ceil(mr);
+            let a = random_vec((panels - 1) * kc * mr + (kc - 1) * mr + k.lane_span(), seed);
+            let b_next = kc * nr + gap * nr;
+            let b = random_vec(b_next + (kc - 1) * nr + x, seed + 1);
+            let (c0, res) = (random_vec(rows * w, seed + 2), random_vec(rows * w, seed + 3));
+            let bias = random_vec(rows, seed + 4);
+            let in_place = residual && in_place && !accumulate;
+            let residual = match (residual, in_place) {
+                (false, _) => Residual::None,
+                (true, false) => Residual::From(MatRef::from_slice(&res, w, rows, w)),
+                (true, true) => Residual::InPlace,
+            };
+            let e = Epilogue { bias: &bias, residual, relu };
+            let start = if in_place { &res } else { &c0 };
+            // Apart: the panel, then the extra columns as a panel of their own.
+            let mut want = start.clone();
+            let mut view = MatMut::from_slice(&mut want, w, rows, w);
+            let e0 = Epilogue { residual: residual.sub(0, 0, rows, nr), ..e };
+            k.gemm(kc, &a, kc * mr, &b, &mut view.sub(0, 0, rows, nr), accumulate, Some(&e0));
+            let e1 = Epilogue { residual: residual.sub(0, nr, rows, x), ..e };
+            let mut next = b[b_next..].to_vec();
+            next.resize(kc * nr, 0.0);
+            k.gemm(kc, &a, kc * mr, &next, &mut view.sub(0, nr, rows, x), accumulate, Some(&e1));
+            // Together, in a bigger output.
+            let ld = w + 5;
+            let mut big = vec![f32::NAN; rows * ld];
+            for i in 0..rows {
+                big[i * ld..i * ld + w].copy_from_slice(&start[i * w..(i + 1) * w]);
+            }
+            let residual = match residual {
+                Residual::From(_) => Residual::From(MatRef::from_slice(&res, w, rows, w)),
+                other => other,
+            };
+            let e = Epilogue { residual, ..e };
+            let mut view = MatMut::from_slice(&mut big, ld, rows, w);
+            k.gemm_extra(kc, &a, kc * mr, &b, b_next, &mut view, accumulate, Some(&e));
+            for i in 0..rows {
+                for j in 0..w {
+                    prop_assert_eq!(
+                        big[i * ld + j].to_bits(), want[i * w + j].to_bits(),
+                        "{}: row {} column {} of {}×{} ({:?})", k, i, j, rows, w, residual
+                    );
+                }
+                prop_assert!(big[i * ld + w..(i + 1) * ld].iter().all(|v| v.is_nan()));
+            }
+        }
+    }
+
     /// Row dot products against f64, and each row's bits do not depend on the rows
     /// computed with it. (Shorter rows under Miri, still several vectors and a tail.)
     #[test]
