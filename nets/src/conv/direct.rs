@@ -137,7 +137,8 @@ impl Direct {
     /// (a 3×3 conv there 1.81 → 1.70 ms at width 1); AlexNet's `5×5` conv went 2.92 →
     /// 2.82 ms. ResNet50's stem (a reduction of 147 over 112×112 pixels) went the other
     /// way with 8 × 48, 1.73 → 1.85 ms. The Winograd GEMMs keep 12 × 32: 8 × 48 slowed
-    /// ResNet50's 28×28 and 14×14 ones by a fifth (0.97 → 1.22 ms each).
+    /// ResNet50's 28×28 and 14×14 Winograd layers by a fifth or more (0.97 → 1.22 and
+    /// 1.20 → 1.46 ms each).
     pub(super) fn kernels(isa: Isa, kdim: usize) -> &'static Kernels {
         if kdim > STORE_BOUND_K {
             isa.wide_kernels()
