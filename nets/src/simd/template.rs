@@ -193,7 +193,11 @@ macro_rules! isa_kernels {
             }
 
             /// The epilogue and store of [`tile`]'s `X` extra columns, rows `r0..r0 + R`
-            /// in the lanes: bias, residual and ReLU in the tile's order.
+            /// in the lanes: bias, residual and ReLU in the tile's order. [`lane_group`]'s
+            /// epilogue does the same for its columns; one function shared by both was not
+            /// inlined into `lane_group` (`#[inline(always)]` is refused on a
+            /// `#[target_feature]` function), and the calls cost ResNet50 1.3 ms a frame at
+            /// width 1 (`frame --profile`, five interleaved rounds), so each keeps its own.
             ///
             /// # Safety
             /// As [`tile`] with `X` extra columns.
@@ -501,23 +505,12 @@ macro_rules! table {
         table!(@build $isa, $m, $mr, $nv, None)
     };
     // With the kernels of a panel and the next panel's first 1..=N columns (`gemm`'s `X`;
-    // `MR <= LANES`), N as many as keep the accumulators in the 32 registers: 4 at 12 × 32
-    // (24 + 2 B vectors + broadcast + A + 4 = 32); 2 at 8 × 48, where 4 spilled an
-    // accumulator and moved the others between registers every `k` step (3 would leave
-    // none spare either).
-    ($isa:expr, $m:ident, $mr:literal, $nv:literal, extra 4) => {
-        table!(@build $isa, $m, $mr, $nv, Some(&[
-            $m::gemm::<$mr, $nv, $nv, 1> as $crate::simd::GemmFn,
-            $m::gemm::<$mr, $nv, $nv, 2>,
-            $m::gemm::<$mr, $nv, $nv, 3>,
-            $m::gemm::<$mr, $nv, $nv, 4>,
-        ]))
-    };
-    ($isa:expr, $m:ident, $mr:literal, $nv:literal, extra 2) => {
-        table!(@build $isa, $m, $mr, $nv, Some(&[
-            $m::gemm::<$mr, $nv, $nv, 1> as $crate::simd::GemmFn,
-            $m::gemm::<$mr, $nv, $nv, 2>,
-        ]))
+    // `MR <= LANES`), listed `1, 2, …, N` in order (entry `x` computes `x + 1`). N as many
+    // as keep the accumulators in the 32 registers: 4 at 12 × 32 (24 + 2 B vectors +
+    // broadcast + A + 4 = 32); 2 at 8 × 48, where 4 spilled an accumulator and moved the
+    // others between registers every `k` step (3 not tried).
+    ($isa:expr, $m:ident, $mr:literal, $nv:literal, extra [$($x:literal),+]) => {
+        table!(@build $isa, $m, $mr, $nv, Some(&[$($m::gemm::<$mr, $nv, $nv, $x> as $crate::simd::GemmFn),+]))
     };
     (@build $isa:expr, $m:ident, $mr:literal, $nv:literal, $extra:expr) => {
         Kernels {

@@ -43,8 +43,8 @@ isa_kernels!(
 );
 
 pub(super) static AVX2: Kernels = table!(Isa::Avx2, avx2, 6, 2);
-pub(super) static AVX512: Kernels = table!(Isa::Avx512, avx512, 12, 2, extra 4);
-pub(super) static AVX512_WIDE: Kernels = table!(Isa::Avx512, avx512, 8, 3, extra 2);
+pub(super) static AVX512: Kernels = table!(Isa::Avx512, avx512, 12, 2, extra [1, 2, 3, 4]);
+pub(super) static AVX512_WIDE: Kernels = table!(Isa::Avx512, avx512, 8, 3, extra [1, 2]);
 
 /// Other tile shapes, for the benchmark that chose the ones above.
 pub(super) static VARIANTS: [Kernels; 4] = [
