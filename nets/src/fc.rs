@@ -86,18 +86,7 @@ impl Linear {
     /// # Errors
     /// [`KernelError::Isa`] when this CPU cannot run it.
     pub fn with_isa(mut self, isa: Isa) -> Result<Linear, KernelError> {
-        if !isa.is_supported() {
-            return Err(crate::IsaError::Unsupported {
-                isa,
-                have: Isa::available()
-                    .iter()
-                    .map(|i| i.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            }
-            .into());
-        }
-        self.kernels = isa.kernels();
+        self.kernels = isa.supported()?.kernels();
         Ok(self)
     }
 

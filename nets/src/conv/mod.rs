@@ -432,16 +432,7 @@ impl Conv2d {
                 got: bias.len(),
             });
         }
-        if !isa.is_supported() {
-            return Err(KernelError::Isa(crate::IsaError::Unsupported {
-                isa,
-                have: Isa::available()
-                    .iter()
-                    .map(|i| i.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            }));
-        }
+        isa.supported()?;
         let kernels = match algo.tile() {
             None => Direct::kernels(isa, params.in_channels * params.kernel.0 * params.kernel.1),
             Some(_) => isa.kernels(),

@@ -149,3 +149,38 @@ fn bit_identical_for_every_width() {
         assert_bit_identical(&Pool2d::new(p, input).unwrap(), &[&x]);
     }
 }
+
+/// Every ISA path's 2×2/2 max pool (compiled with that path's target features) gives the
+/// portable path's bits: NaN payloads, ±∞ and ties of `0.0` with `−0.0` included, on odd
+/// sizes and on planes long enough for the vector loops.
+#[test]
+fn every_isa_pools_the_portable_bits() {
+    let p = PoolParams::max(2, 2, 0);
+    let payload = f32::from_bits(0x7fc0_1234);
+    for (i, input) in [
+        Shape::new(3, 5, 7),
+        Shape::new(2, 8, 9),
+        Shape::new(4, 34, 66),
+        Shape::new(1, 224, 224),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut x = random_vec(input.len(), i as u64);
+        sprinkle_specials(&mut x, 5, i as u64);
+        for (j, v) in x.iter_mut().enumerate().filter(|(j, _)| j % 7 == 3) {
+            *v = [0.0, -0.0, payload][j % 3];
+        }
+        let pool = Pool2d::new(p, input).unwrap();
+        let run = |isa| {
+            let pool = pool.clone().with_isa(isa).unwrap();
+            assert_eq!(pool.isa(), isa);
+            let out = pool.forward(&[&x], &mut Scratch::new());
+            out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        let want = run(Isa::Portable);
+        for isa in Isa::available() {
+            assert_eq!(run(isa), want, "{input} on {isa}");
+        }
+    }
+}

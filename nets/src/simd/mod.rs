@@ -132,24 +132,34 @@ impl Isa {
         static CURRENT: OnceLock<Result<Isa, IsaError>> = OnceLock::new();
         CURRENT
             .get_or_init(|| match std::env::var("TAOPIPE_ISA") {
-                Ok(v) if !v.is_empty() => {
-                    let isa: Isa = v.parse()?;
-                    if isa.is_supported() {
-                        Ok(isa)
-                    } else {
-                        Err(IsaError::Unsupported {
-                            isa,
-                            have: Isa::available()
-                                .iter()
-                                .map(|i| i.name())
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                        })
-                    }
-                }
+                Ok(v) if !v.is_empty() => v.parse::<Isa>()?.supported(),
                 _ => Ok(Isa::detect()),
             })
             .clone()
+    }
+
+    /// This path if this CPU can run it, else an error naming the paths it can run.
+    ///
+    /// # Errors
+    /// [`IsaError::Unsupported`].
+    ///
+    /// ```
+    /// use taopipe_nets::Isa;
+    /// assert_eq!(Isa::Portable.supported()?, Isa::Portable);
+    /// # Ok::<(), taopipe_nets::IsaError>(())
+    /// ```
+    pub fn supported(self) -> Result<Isa, IsaError> {
+        if self.is_supported() {
+            return Ok(self);
+        }
+        Err(IsaError::Unsupported {
+            isa: self,
+            have: Isa::available()
+                .iter()
+                .map(|i| i.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
     }
 
     /// The micro-kernel table of this path.
@@ -286,6 +296,13 @@ pub(crate) type WinogradOutputFn = unsafe fn(
     &mut [f32],
 );
 
+/// The 2×2/2 max pool of one plane ([`crate::pool::max_2x2`]), compiled for the table's
+/// ISA.
+///
+/// # Safety
+/// The CPU runs the kernel's ISA.
+pub(crate) type MaxPool2x2Fn = unsafe fn(&[f32], usize, &mut [f32], usize);
+
 /// Arguments of one micro-kernel call (see [`GemmFn`]).
 #[derive(Debug)]
 pub(crate) struct RawTile {
@@ -376,6 +393,7 @@ pub struct Kernels {
     pub(crate) fma_probe: FmaProbeFn,
     pub(crate) winograd_input: WinogradInputFn,
     pub(crate) winograd_output: WinogradOutputFn,
+    pub(crate) max_2x2: MaxPool2x2Fn,
 }
 
 /// The last-`kc`-block epilogue, applied in registers before the store: per row
@@ -737,6 +755,13 @@ impl Kernels {
     ) {
         // SAFETY: as `winograd_input`.
         unsafe { (self.winograd_output)(g, m, n, rows, e, out, work) }
+    }
+
+    /// The 2×2/2 max pool of one unpadded plane (see [`crate::pool::max_2x2`]), compiled
+    /// for this table's ISA.
+    pub(crate) fn max_2x2(&self, plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
+        // SAFETY: as `winograd_input`.
+        unsafe { (self.max_2x2)(plane, w, dst, ow) }
     }
 
     /// Runs `iters` rounds of the FMA-throughput probe; returns the floating-point

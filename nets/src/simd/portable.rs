@@ -27,7 +27,14 @@ pub(super) static PORTABLE: Kernels = Kernels {
     fma_probe,
     winograd_input,
     winograd_output,
+    max_2x2,
 };
+
+/// # Safety
+/// Always safe (see [`super::MaxPool2x2Fn`]).
+unsafe fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
+    crate::pool::max_2x2(plane, w, dst, ow);
+}
 
 /// # Safety
 /// Always safe (see [`super::WinogradInputFn`]).

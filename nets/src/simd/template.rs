@@ -470,6 +470,15 @@ macro_rules! isa_kernels {
                 winograd::output_block(g, m, n, rows, e, out, work);
             }
 
+            /// The 2×2/2 max pool of one plane, compiled for this ISA.
+            ///
+            /// # Safety
+            /// The CPU has the target features.
+            #[target_feature(enable = $feat)]
+            pub(crate) unsafe fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
+                crate::pool::max_2x2(plane, w, dst, ow);
+            }
+
             /// Independent FMA chains, enough to cover latency × ports on any core, and
             /// few enough to stay in registers with the two operands.
             ///
@@ -530,6 +539,7 @@ macro_rules! table {
             fma_probe: $m::fma_probe,
             winograd_input: $m::winograd_input,
             winograd_output: $m::winograd_output,
+            max_2x2: $m::max_2x2,
         }
     };
 }
