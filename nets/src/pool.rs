@@ -303,15 +303,15 @@ pub(crate) fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
 /// The common windows take fewer passes: 2×2/2 (padded; an unpadded one is `max_2x2`'s)
 /// takes each pair's maximum straight from the column (no phases), 3×3 the three slices'
 /// maximum in one pass (not a copy and two passes), and the caller reduces a window's
-/// first two rows in one pass (not a copy and a pass). The pools summed per frame (`frame --net N --width 1 --profile`, three rounds
-/// with the build before taking turns, 2-core AVX-512 Xeon VM): VGG16's 2.39–2.58 →
-/// 1.98–2.22 ms, ResNet50's 0.29–0.31 → 0.25–0.28, AlexNet's 0.30–0.31 → 0.20–0.21. A
-/// 3×3/2 window straight from the column, as for 2×2, helped AlexNet's 55-wide rows but
-/// made ResNet50's 112-wide ones slower (0.30 → 0.37–0.40 ms): LLVM keeps a strided third
-/// operand scalar. Max is exact, so the order of the reduction
-/// does not change a value (only, for a tie of `±0.0` or two NaNs, which of them is
-/// kept: the order, `j` ascending, is fixed by the shape, so that too is the same at
-/// every width). `phases` must hold `column.len()` floats.
+/// first two rows in one pass (not a copy and a pass). The pools summed per frame
+/// (`frame --net N --width 1 --profile`, three rounds with the build before taking turns,
+/// 2-core AVX-512 Xeon VM): VGG16's 2.39–2.58 → 1.98–2.22 ms, ResNet50's 0.29–0.31 →
+/// 0.25–0.28, AlexNet's 0.30–0.31 → 0.20–0.21. A 3×3/2 window straight from the column, as
+/// for 2×2, helped AlexNet's 55-wide rows but made ResNet50's 112-wide ones slower (0.30 →
+/// 0.37–0.40 ms): LLVM keeps a strided third operand scalar. Max is exact, so the order of
+/// the reduction does not change a value (only, for a tie of `±0.0` or two NaNs, which of
+/// them is kept: the order, `j` ascending, is fixed by the shape, so that too is the same
+/// at every width). `phases` must hold `column.len()` floats.
 fn max_columns(column: &[f32], k: usize, s: usize, phases: &mut [f32], dst: &mut [f32]) {
     let Some(last) = dst.len().checked_sub(1) else {
         return;

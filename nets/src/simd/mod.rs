@@ -484,10 +484,10 @@ impl Kernels {
         assert!(cols <= nr, "tile {rows}×{cols} wider than {nr}");
         let panels = rows.div_ceil(mr);
         if cols == nr {
-            // SAFETY: the asserts above and `check` checked the panels' extents, that `c` (a `MatMut`:
-            // exclusive and in bounds by construction) is `rows × NR`, that `bias` has
-            // `rows` values and that the residual (a `MatRef`, in bounds, or `c` itself)
-            // covers it.
+            // SAFETY: the asserts above and `check` checked the panels' extents, that `c`
+            // (a `MatMut`: exclusive and in bounds by construction) is `rows × NR`, that
+            // `bias` has `rows` values and that the residual (a `MatRef`, in bounds, or `c`
+            // itself) covers it.
             unsafe { self.run(self.gemm, kc, a, a_step, b, c, accumulate, epilogue) };
             return;
         }
