@@ -427,7 +427,14 @@ fn gangs_of_every_width_are_bit_identical() {
     let rt = Runtime::builder().workers(16).pin(false).build().unwrap();
     let mut schedules = std::collections::HashSet::new();
     for (p, input, residual) in [
-        // Winograd, one block: shared at any width > 1.
+        // Winograd, one block (its 9.4 MB of transformed weights too large to cut it in
+        // two, `SPLIT_WEIGHT_BLOCKS`): shared at any width > 1.
+        (
+            Conv2dParams::new(256, 256, 3, 1, 1).with_relu(true),
+            Shape::new(256, 8, 8),
+            true,
+        ),
+        // Winograd, one block cut in two (small transformed weights): private at width 2.
         (
             Conv2dParams::new(32, 40, 3, 1, 1).with_relu(true),
             Shape::new(32, 13, 13),
@@ -644,6 +651,31 @@ fn large_one_block_planes_are_cut_in_two() {
                 1
             };
             assert_eq!(c.blocks(), want, "{p:?} {} panels {panels}", c.isa());
+        }
+    }
+}
+
+/// A Winograd plane that fits one block is cut in two where its transformed weights are
+/// small (`SPLIT_WEIGHT_BLOCKS`: ResNet50's 28×28 `128 → 128` layers, 2.4 MB), and stays
+/// whole where they are large (VGG16's 28×28 `512 → 512`, 38 MB).
+#[test]
+fn one_block_winograd_planes_with_small_weights_are_cut_in_two() {
+    use super::winograd::SPLIT_WEIGHT_BLOCKS;
+    for c in [128, 512] {
+        let (conv, _) = random_conv(Conv2dParams::new(c, c, 3, 1, 1), Shape::new(c, 28, 28), 4);
+        for v in variants(&conv) {
+            if v.algo() != ConvAlgo::Winograd {
+                continue;
+            }
+            // 7 rows of 7 tiles: fewer than the 4·NR tiles a block must hold, so one
+            // block before the cut.
+            let u_bytes = 36 * c * c * 4;
+            let want = if u_bytes <= SPLIT_WEIGHT_BLOCKS * v.blocking.column_bytes {
+                2
+            } else {
+                1
+            };
+            assert_eq!(v.blocks(), want, "{c} channels on {}", v.isa());
         }
     }
 }

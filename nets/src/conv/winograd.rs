@@ -15,7 +15,8 @@
 //! plane. Rows per block: enough that the packed `V` of a block takes about half of L2,
 //! but at least `4·NR` tiles (or the whole layer), since the GEMMs' `n` is the block's
 //! tile count and a short `n` wastes the micro-kernel's columns; the rows are then shared
-//! out evenly (`block_count` in the parent module).
+//! out evenly (`block_count` in the parent module). A plane that fits one block is still
+//! cut in two where its transformed weights are small ([`SPLIT_WEIGHT_BLOCKS`]).
 //!
 //! # Accuracy
 //! The transforms' constants (up to 5 in `Bᵀ`, 8 in `Aᵀ`, 1/24 in `G` for F(4×4); 1 and
@@ -106,6 +107,19 @@ pub const MIN_CHANNELS: usize = 16;
 /// Fewest output tiles for [`pays_off`], in the tiling it picks (module docs).
 pub const MIN_TILES: usize = 32;
 
+/// A plane that fits one block is cut into two blocks of tile rows where its transformed
+/// weights `U` take at most this many column blocks' budgets (4: twice L2, as the budget
+/// is half of it), a decision from a measurement. Two blocks run private at width 2, each
+/// rank transforming and multiplying its own rows, where one block runs shared and hands
+/// its transformed input and its products from core to core. ResNet50's 28×28 `128 → 128`
+/// layers (`U` 2.4 MB, 7 tile rows cut in 4 and 3) went from 0.59–0.73 to 0.49–0.52 ms
+/// each at width 2 and from 0.91–1.01 to 0.96–1.06 at width 1 (`frame --net resnet50
+/// --profile`, four interleaved runs each, 2-core AVX-512 Xeon VM with 2 MB of L2 per
+/// core). Where `U` is large, reading it once per block costs more than that: VGG16's
+/// 28×28 layers (`U` 19 and 38 MB), cut the same way, summed 2.0 ms less a frame at width
+/// 2 and 2.0 ms more at width 1, so they stay whole.
+pub const SPLIT_WEIGHT_BLOCKS: usize = 4;
+
 /// Bound on `|y − y_exact| / Σ|w·x|` per output (module docs).
 pub const ERROR_BOUND: f64 = 2e-5;
 
@@ -192,6 +206,14 @@ impl Winograd {
         let target = blocking.column_bytes / (xi * c * 4);
         let least = (4 * kernels.nr).div_ceil(tw);
         let blocks = super::block_count(th, (target / tw).max(least), least);
+        // A one-block plane with small transformed weights is cut in two, so the ranks of a
+        // pair each get a private block ([`SPLIT_WEIGHT_BLOCKS`]).
+        let small = xi * k * c * 4 <= SPLIT_WEIGHT_BLOCKS * blocking.column_bytes;
+        let blocks = if blocks == 1 && th >= 2 && small {
+            2
+        } else {
+            blocks
+        };
         // U[ξ][k][c] = (G g Gᵀ)[ξ] in f64.
         let gm = tile.g();
         let mut u = vec![0.0f32; xi * k * c];
