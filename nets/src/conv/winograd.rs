@@ -503,7 +503,39 @@ fn strip_len(m: usize, tw: usize) -> usize {
 /// Floats of work memory [`output_block`] needs for `tiles` tiles in rows of `tw`.
 pub(crate) fn output_work_len(tile: Tile, tiles: usize, tw: usize) -> usize {
     let (m, t) = (tile.m(), tile.t());
-    m * t * tiles + m * tw
+    let padded = tw.next_multiple_of(crate::simd::MAX_LANES);
+    m * t * tiles + padded + 4 * padded + m * padded
+}
+
+/// `row[m·t + k] = xs[k·n + t]` for every tile `t < n` and output `k < m`: each tile's `m`
+/// outputs side by side, from tile `from` on. The portable path's interleave, and every
+/// path's tail.
+#[inline(always)]
+pub(crate) fn interleave_from(xs: &[f32], m: usize, n: usize, from: usize, row: &mut [f32]) {
+    for (k, xk) in xs[..m * n].chunks_exact(n).enumerate() {
+        for (t, &x) in xk.iter().enumerate().skip(from) {
+            row[m * t + k] = x;
+        }
+    }
+}
+
+/// Row `k` of `Aᵀ` for `k < M` applied to `T` rows of `n` tiles, into the first `n` floats
+/// of rows `k` of `out`, `stride` floats apart (four rows; the first `M` are written).
+#[inline(always)]
+fn at_rows<const T: usize>(x: [&[f32]; T], n: usize, stride: usize, out: &mut [f32]) {
+    let [x0, x1, x2, x3, x4, x5] = wide(x);
+    let (x0, x1, x2, x3, x4, x5) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &x4[..n], &x5[..n]);
+    let [o0, o1, o2, o3] = split_rows::<4>(out, stride);
+    let (o0, o1, o2, o3) = (&mut o0[..n], &mut o1[..n], &mut o2[..n], &mut o3[..n]);
+    for t in 0..n {
+        let col = [x0[t], x1[t], x2[t], x3[t], x4[t], x5[t]];
+        o0[t] = at::<T>(0, col);
+        o1[t] = at::<T>(1, col);
+        if T == 6 {
+            o2[t] = at::<T>(2, col);
+            o3[t] = at::<T>(3, col);
+        }
+    }
 }
 
 /// Row `k` of `Bᵀ` (`T × T`, `T` = 6 or 4) applied to one column `x` of an input tile
@@ -740,7 +772,9 @@ pub(crate) struct Products<'a> {
 /// Applies the output transform `Y = Aᵀ m A` to the first `n` channels of `m` of tile rows
 /// `rows`, then the epilogue, into `out` (`n` channels × the block's pixels). Per
 /// channel and tile row: along y for every tile at once, then along x, interleaving the
-/// `m` outputs of each tile into output rows.
+/// `m` outputs of each tile into output rows by `interleave(xs, m, n, row)`: an ISA's
+/// [`interleave_from`] from tile 0.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn output_block(
     g: &Geometry,
@@ -750,15 +784,17 @@ pub(crate) fn output_block(
     e: &BlockEpilogue<'_>,
     out: &mut MatMut<'_>,
     work: &mut [f32],
+    interleave: impl Fn(&[f32], usize, usize, &mut [f32]),
 ) {
     match g.tile {
-        Tile::F2 => output_tiles::<2, 4>(g, m, n, rows, e, out, work),
-        Tile::F4 => output_tiles::<4, 6>(g, m, n, rows, e, out, work),
+        Tile::F2 => output_tiles::<2, 4>(g, m, n, rows, e, out, work, interleave),
+        Tile::F4 => output_tiles::<4, 6>(g, m, n, rows, e, out, work, interleave),
     }
 }
 
 /// [`output_block`] for output tiles of side `M` (products of side `T = M + 2`).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn output_tiles<const M: usize, const T: usize>(
     g: &Geometry,
     m: Products<'_>,
@@ -767,11 +803,19 @@ fn output_tiles<const M: usize, const T: usize>(
     e: &BlockEpilogue<'_>,
     out: &mut MatMut<'_>,
     work: &mut [f32],
+    interleave: impl Fn(&[f32], usize, usize, &mut [f32]),
 ) {
     let tw = g.tw;
     let tiles = rows.len() * tw;
     let oy0 = rows.start * M;
-    let (q, orow) = work[..output_work_len(g.tile, tiles, tw)].split_at_mut(M * T * tiles);
+    let work = &mut work[..output_work_len(g.tile, tiles, tw)];
+    // Rows of whole vectors, from the products on: each step's loads then read whole
+    // stores of the step before, which the store buffer hands on (a tail stored float by
+    // float stalled them: `perf annotate` put a third of the output transform's time on
+    // one load). The lanes past `tw` hold values of the next row, never stored.
+    let padded = tw.next_multiple_of(crate::simd::MAX_LANES);
+    let (q, rest) = work.split_at_mut(M * T * tiles + padded);
+    let (xs, orow) = rest.split_at_mut(4 * padded);
     for ch in 0..n {
         let bias = e.bias[ch];
         let with_residual = |y: f32, r: f32| {
@@ -799,18 +843,14 @@ fn output_tiles<const M: usize, const T: usize>(
                 }
                 let c: [&[f32]; T] = std::array::from_fn(|jj| {
                     let at = (ii * T + jj) * tiles + ri * tw;
-                    &q[at..at + tw]
+                    &q[at..at + padded]
                 });
-                let row = &mut orow[..M * tw];
-                let [c0, c1, c2, c3, c4, c5] = wide(c);
-                let (c0, c1, c2) = (&c0[..tw], &c1[..tw], &c2[..tw]);
-                let (c3, c4, c5) = (&c3[..tw], &c4[..tw], &c5[..tw]);
-                for (t, o) in row.chunks_exact_mut(M).enumerate() {
-                    let col = [c0[t], c1[t], c2[t], c3[t], c4[t], c5[t]];
-                    for (ii, o) in o.iter_mut().enumerate() {
-                        *o = at::<T>(ii, col);
-                    }
-                }
+                // Each of the M outputs for every tile at once, then side by side. One loop
+                // computing a tile's M outputs and storing them together compiled to
+                // scalar code, half of the output transform's time.
+                at_rows(c, padded, padded, xs);
+                let row = &mut orow[..M * padded];
+                interleave(&xs[..M * padded], M, padded, row);
                 let at = (oy - oy0) * g.ow;
                 let d = &mut dst[at..at + g.ow];
                 let y = &row[..g.ow];

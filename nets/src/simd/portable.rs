@@ -61,7 +61,9 @@ unsafe fn winograd_output(
     out: &mut MatMut<'_>,
     work: &mut [f32],
 ) {
-    winograd::output_block(g, m, n, rows, e, out, work);
+    let interleave =
+        |xs: &[f32], m, n, row: &mut [f32]| winograd::interleave_from(xs, m, n, 0, row);
+    winograd::output_block(g, m, n, rows, e, out, work, interleave);
 }
 
 /// # Safety

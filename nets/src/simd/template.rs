@@ -43,11 +43,15 @@ pub(crate) const PREFETCH_AHEAD: usize = 1024;
 ///
 /// `$prefetch(p)` hints that the cache line at `p` will be read soon; `p` may point
 /// anywhere (it is never dereferenced).
+///
+/// `$interleave(xs, m, n, row)` is [`crate::conv::winograd::interleave_from`] from tile 0
+/// with the ISA's shuffles, an `unsafe` function of the ISA's target features.
 macro_rules! isa_kernels {
     (
         mod $m:ident, feature = $feat:literal, $v:ty, lanes = $lanes:literal, chains = $chains:literal,
         zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
-        fma = $fma:ident, add = $add:ident, max = $max:ident, prefetch = $prefetch:ident
+        fma = $fma:ident, add = $add:ident, max = $max:ident, prefetch = $prefetch:ident,
+        interleave = $interleave:ident
     ) => {
         pub(super) mod $m {
             use super::*;
@@ -467,7 +471,11 @@ macro_rules! isa_kernels {
                 out: &mut MatMut<'_>,
                 work: &mut [f32],
             ) {
-                winograd::output_block(g, m, n, rows, e, out, work);
+                let interleave = |xs: &[f32], m, n, row: &mut [f32]| {
+                    // SAFETY: the CPU has the target features (this function's contract).
+                    unsafe { $interleave(xs, m, n, row) }
+                };
+                winograd::output_block(g, m, n, rows, e, out, work, interleave);
             }
 
             /// The 2×2/2 max pool of one plane, compiled for this ISA.

@@ -468,3 +468,38 @@ fn kernels_write_runtime_rect_claims_held_together() {
         );
     }
 }
+
+/// Each path's interleave of Winograd's output tiles (`unsafe`, with the ISA's shuffles or
+/// interleaving stores) equals the portable one, on whole vectors and on tails.
+#[test]
+fn interleaves_equal_the_portable_one() {
+    type Interleave = unsafe fn(&[f32], usize, usize, &mut [f32]);
+    let paths: Vec<(Isa, Interleave)> = vec![
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx2, x86::interleave_avx2),
+        #[cfg(target_arch = "x86_64")]
+        (Isa::Avx512, x86::interleave_avx512),
+        #[cfg(target_arch = "aarch64")]
+        (Isa::Neon, neon::interleave),
+    ];
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    let mut ran = 0;
+    for (isa, interleave) in paths.into_iter().filter(|(i, _)| i.is_supported()) {
+        for m in [2, 4] {
+            for n in [1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 56, 64] {
+                let xs = random_vec(m * n, (m * 100 + n) as u64);
+                let mut want = vec![f32::NAN; m * n];
+                crate::conv::winograd::interleave_from(&xs, m, n, 0, &mut want);
+                assert!(want.iter().all(|v| !v.is_nan()), "every output written");
+                let mut got = vec![f32::NAN; m * n];
+                // SAFETY: this CPU runs `isa`, whose target features the function needs.
+                unsafe { interleave(&xs, m, n, &mut got) };
+                assert_eq!(bits(&got), bits(&want), "{isa}: {m} outputs of {n} tiles");
+                ran += 1;
+            }
+        }
+    }
+    if !cfg!(miri) && Isa::available().len() > 1 {
+        assert!(ran > 0, "a SIMD path ran");
+    }
+}
