@@ -504,6 +504,7 @@ fn strip_len(m: usize, tw: usize) -> usize {
 pub(crate) fn output_work_len(tile: Tile, tiles: usize, tw: usize) -> usize {
     let (m, t) = (tile.m(), tile.t());
     let padded = tw.next_multiple_of(crate::simd::MAX_LANES);
+    // The products' padding, four rows of outputs, one interleaved row.
     m * t * tiles + padded + 4 * padded + m * padded
 }
 
@@ -519,13 +520,38 @@ pub(crate) fn interleave_from(xs: &[f32], m: usize, n: usize, from: usize, row: 
     }
 }
 
-/// Row `k` of `Aᵀ` for `k < M` applied to `T` rows of `n` tiles, into the first `n` floats
-/// of rows `k` of `out`, `stride` floats apart (four rows; the first `M` are written).
+/// [`interleave_from`] from tile 0 for an ISA: whole steps of `lanes` tiles by `step(xs,
+/// row, t)` where `m` is 2 or 4, the rest float by float. `step` may read tiles `t..t +
+/// lanes` of each of the `m` rows of `xs` (`n` floats apart) and write `row[m·t..m·(t +
+/// lanes)]`: this checks that those lie inside the slices, and calls it only for `t +
+/// lanes <= n`.
 #[inline(always)]
-fn at_rows<const T: usize>(x: [&[f32]; T], n: usize, stride: usize, out: &mut [f32]) {
+pub(crate) fn interleave_steps(
+    xs: &[f32],
+    m: usize,
+    n: usize,
+    row: &mut [f32],
+    lanes: usize,
+    mut step: impl FnMut(&[f32], &mut [f32], usize),
+) {
+    assert!(
+        xs.len() >= m * n && row.len() >= m * n,
+        "interleave: short buffers"
+    );
+    let whole = if m == 2 || m == 4 { n - n % lanes } else { 0 };
+    for t in (0..whole).step_by(lanes) {
+        step(xs, row, t);
+    }
+    interleave_from(xs, m, n, whole, row);
+}
+
+/// Row `k` of `Aᵀ` for `k < M` applied to `T` rows of `n` tiles, into rows `k` of `n`
+/// floats of `out` (four rows; the first `M` are written).
+#[inline(always)]
+fn at_rows<const T: usize>(x: [&[f32]; T], n: usize, out: &mut [f32]) {
     let [x0, x1, x2, x3, x4, x5] = wide(x);
     let (x0, x1, x2, x3, x4, x5) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &x4[..n], &x5[..n]);
-    let [o0, o1, o2, o3] = split_rows::<4>(out, stride);
+    let [o0, o1, o2, o3] = split_rows::<4>(out, n);
     let (o0, o1, o2, o3) = (&mut o0[..n], &mut o1[..n], &mut o2[..n], &mut o3[..n]);
     for t in 0..n {
         let col = [x0[t], x1[t], x2[t], x3[t], x4[t], x5[t]];
@@ -812,7 +838,8 @@ fn output_tiles<const M: usize, const T: usize>(
     // Rows of whole vectors, from the products on: each step's loads then read whole
     // stores of the step before, which the store buffer hands on (a tail stored float by
     // float stalled them: `perf annotate` put a third of the output transform's time on
-    // one load). The lanes past `tw` hold values of the next row, never stored.
+    // one load). The lanes past `tw` transform values of the next row (or stale ones past
+    // the last), never written to the output.
     let padded = tw.next_multiple_of(crate::simd::MAX_LANES);
     let (q, rest) = work.split_at_mut(M * T * tiles + padded);
     let (xs, orow) = rest.split_at_mut(4 * padded);
@@ -848,7 +875,7 @@ fn output_tiles<const M: usize, const T: usize>(
                 // Each of the M outputs for every tile at once, then side by side. One loop
                 // computing a tile's M outputs and storing them together compiled to
                 // scalar code, half of the output transform's time.
-                at_rows(c, padded, padded, xs);
+                at_rows(c, padded, xs);
                 let row = &mut orow[..M * padded];
                 interleave(&xs[..M * padded], M, padded, row);
                 let at = (oy - oy0) * g.ow;

@@ -40,42 +40,29 @@ fn max(a: float32x4_t, b: float32x4_t) -> float32x4_t {
 #[inline(always)]
 fn prefetch(_p: *const f32) {}
 
-/// [`winograd::interleave_from`] from tile 0, 4 tiles a step for 2 and 4 outputs a tile,
-/// by NEON's interleaving stores.
+/// [`winograd::interleave_steps`] of 4 tiles, for 2 and 4 outputs a tile, by NEON's
+/// interleaving stores.
 ///
 /// # Safety
 /// The CPU has NEON.
 #[target_feature(enable = "neon")]
 #[inline]
 pub(super) unsafe fn interleave(xs: &[f32], m: usize, n: usize, row: &mut [f32]) {
-    assert!(
-        xs.len() >= m * n && row.len() >= m * n,
-        "interleave: short buffers"
-    );
-    let (x, r) = (xs.as_ptr(), row.as_mut_ptr());
-    let mut t = 0;
-    // SAFETY: each step reads tiles `t..t + 4` of rows `k < m` (`t + 4 <= n`) and writes
-    // `row[m·t..m·(t + 4)]`, inside the lengths asserted above.
-    unsafe {
-        match m {
-            2 => {
-                while t + 4 <= n {
-                    let v = float32x4x2_t(vld1q_f32(x.add(t)), vld1q_f32(x.add(n + t)));
-                    vst2q_f32(r.add(2 * t), v);
-                    t += 4;
-                }
+    winograd::interleave_steps(xs, m, n, row, 4, |xs, row, t| {
+        let (x, r) = (xs.as_ptr(), row.as_mut_ptr());
+        // SAFETY: `interleave_steps` calls this for `t + 4 <= n`, with `m` rows of `n` in
+        // `xs` and `m·n` floats in `row`: the loads read tiles `t..t + 4` of each row and
+        // the store writes `row[m·t..m·(t + 4)]`.
+        unsafe {
+            if m == 2 {
+                let v = float32x4x2_t(vld1q_f32(x.add(t)), vld1q_f32(x.add(n + t)));
+                vst2q_f32(r.add(2 * t), v);
+            } else {
+                let [a, b, c, d] = std::array::from_fn(|k| vld1q_f32(x.add(k * n + t)));
+                vst4q_f32(r.add(4 * t), float32x4x4_t(a, b, c, d));
             }
-            4 => {
-                while t + 4 <= n {
-                    let [a, b, c, d] = std::array::from_fn(|k| vld1q_f32(x.add(k * n + t)));
-                    vst4q_f32(r.add(4 * t), float32x4x4_t(a, b, c, d));
-                    t += 4;
-                }
-            }
-            _ => {}
         }
-    }
-    winograd::interleave_from(xs, m, n, t, row);
+    });
 }
 
 isa_kernels!(

@@ -28,129 +28,95 @@ pub(super) fn prefetch(p: *const f32) {
     unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
 }
 
-/// [`winograd::interleave_from`] from tile 0, 8 tiles a step for 2 and 4 outputs a tile.
+/// [`winograd::interleave_steps`] of 8 tiles, for 2 and 4 outputs a tile.
 ///
 /// # Safety
 /// The CPU has AVX.
 #[target_feature(enable = "avx")]
 #[inline]
 pub(crate) unsafe fn interleave_avx2(xs: &[f32], m: usize, n: usize, row: &mut [f32]) {
-    assert!(
-        xs.len() >= m * n && row.len() >= m * n,
-        "interleave: short buffers"
-    );
-    let (x, r) = (xs.as_ptr(), row.as_mut_ptr());
-    let mut t = 0;
-    // SAFETY: each step reads tiles `t..t + 8` of rows `k < m` (`t + 8 <= n`) and writes
-    // `row[m·t..m·(t + 8)]`, inside the lengths asserted above.
-    unsafe {
-        match m {
-            2 => {
-                while t + 8 <= n {
-                    let (a, b) = (_mm256_loadu_ps(x.add(t)), _mm256_loadu_ps(x.add(n + t)));
-                    // Per 128-bit lane: tiles 4i, 4i + 1, then 4i + 2, 4i + 3.
-                    let (lo, hi) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
-                    _mm256_storeu_ps(r.add(2 * t), _mm256_permute2f128_ps::<0x20>(lo, hi));
-                    _mm256_storeu_ps(r.add(2 * t + 8), _mm256_permute2f128_ps::<0x31>(lo, hi));
-                    t += 8;
-                }
+    winograd::interleave_steps(xs, m, n, row, 8, |xs, row, t| {
+        let (x, r) = (xs.as_ptr(), row.as_mut_ptr());
+        // SAFETY: `interleave_steps` calls this for `t + 8 <= n`, with `m` rows of `n` in
+        // `xs` and `m·n` floats in `row`: the loads read tiles `t..t + 8` of each row and
+        // the stores write `row[m·t..m·(t + 8)]`.
+        unsafe {
+            if m == 2 {
+                let (a, b) = (_mm256_loadu_ps(x.add(t)), _mm256_loadu_ps(x.add(n + t)));
+                // Per 128-bit lane `i`: tiles 4i, 4i + 1 (lo), then 4i + 2, 4i + 3 (hi).
+                let (lo, hi) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+                _mm256_storeu_ps(r.add(2 * t), _mm256_permute2f128_ps::<0x20>(lo, hi));
+                _mm256_storeu_ps(r.add(2 * t + 8), _mm256_permute2f128_ps::<0x31>(lo, hi));
+                return;
             }
-            4 => {
-                while t + 8 <= n {
-                    let [a, b, c, d] = std::array::from_fn(|k| _mm256_loadu_ps(x.add(k * n + t)));
-                    let [q0, q1, q2, q3] = tiles_by_lane_256(a, b, c, d);
-                    _mm256_storeu_ps(r.add(4 * t), _mm256_permute2f128_ps::<0x20>(q0, q1));
-                    _mm256_storeu_ps(r.add(4 * t + 8), _mm256_permute2f128_ps::<0x20>(q2, q3));
-                    _mm256_storeu_ps(r.add(4 * t + 16), _mm256_permute2f128_ps::<0x31>(q0, q1));
-                    _mm256_storeu_ps(r.add(4 * t + 24), _mm256_permute2f128_ps::<0x31>(q2, q3));
-                    t += 8;
-                }
-            }
-            _ => {}
+            let [a, b, c, d] = std::array::from_fn(|k| _mm256_loadu_ps(x.add(k * n + t)));
+            let (ab_lo, ab_hi) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+            let (cd_lo, cd_hi) = (_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
+            let pairs = |x: __m256, y: __m256| {
+                let (x, y) = (_mm256_castps_pd(x), _mm256_castps_pd(y));
+                let (lo, hi) = (_mm256_unpacklo_pd(x, y), _mm256_unpackhi_pd(x, y));
+                (_mm256_castpd_ps(lo), _mm256_castpd_ps(hi))
+            };
+            // `qj`'s 128-bit lane `i` holds tile `4i + j`'s four outputs.
+            let (q0, q1) = pairs(ab_lo, cd_lo);
+            let (q2, q3) = pairs(ab_hi, cd_hi);
+            _mm256_storeu_ps(r.add(4 * t), _mm256_permute2f128_ps::<0x20>(q0, q1));
+            _mm256_storeu_ps(r.add(4 * t + 8), _mm256_permute2f128_ps::<0x20>(q2, q3));
+            _mm256_storeu_ps(r.add(4 * t + 16), _mm256_permute2f128_ps::<0x31>(q0, q1));
+            _mm256_storeu_ps(r.add(4 * t + 24), _mm256_permute2f128_ps::<0x31>(q2, q3));
         }
-    }
-    winograd::interleave_from(xs, m, n, t, row);
+    });
 }
 
-/// Four rows of 8 tiles to the tiles' four values: result `j`'s 128-bit lane `i` holds
-/// tile `4i + j` of `a`, `b`, `c` and `d`.
-#[target_feature(enable = "avx")]
-#[inline]
-fn tiles_by_lane_256(a: __m256, b: __m256, c: __m256, d: __m256) -> [__m256; 4] {
-    let (ab_lo, ab_hi) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
-    let (cd_lo, cd_hi) = (_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
-    let pairs = |x: __m256, y: __m256| {
-        let (x, y) = (_mm256_castps_pd(x), _mm256_castps_pd(y));
-        let (lo, hi) = (_mm256_unpacklo_pd(x, y), _mm256_unpackhi_pd(x, y));
-        (_mm256_castpd_ps(lo), _mm256_castpd_ps(hi))
-    };
-    let (q0, q1) = pairs(ab_lo, cd_lo);
-    let (q2, q3) = pairs(ab_hi, cd_hi);
-    [q0, q1, q2, q3]
-}
-
-/// [`winograd::interleave_from`] from tile 0, 16 tiles a step for 2 and 4 outputs a tile.
+/// [`winograd::interleave_steps`] of 16 tiles, for 2 and 4 outputs a tile.
 ///
 /// # Safety
 /// The CPU has AVX-512F.
 #[target_feature(enable = "avx512f")]
 #[inline]
 pub(crate) unsafe fn interleave_avx512(xs: &[f32], m: usize, n: usize, row: &mut [f32]) {
-    assert!(
-        xs.len() >= m * n && row.len() >= m * n,
-        "interleave: short buffers"
-    );
-    let (x, r) = (xs.as_ptr(), row.as_mut_ptr());
-    let mut t = 0;
-    // SAFETY: each step reads tiles `t..t + 16` of rows `k < m` (`t + 16 <= n`) and writes
-    // `row[m·t..m·(t + 16)]`, inside the lengths asserted above.
-    unsafe {
-        match m {
-            2 => {
-                while t + 16 <= n {
-                    let (a, b) = (_mm512_loadu_ps(x.add(t)), _mm512_loadu_ps(x.add(n + t)));
-                    // Per 128-bit lane `i`: tiles 4i, 4i + 1 (lo), then 4i + 2, 4i + 3 (hi).
-                    let (lo, hi) = (_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-                    // Lanes (lo 0, lo 1, hi 0, hi 1), then in order (lo 0, hi 0, lo 1, hi 1).
-                    let first = _mm512_shuffle_f32x4::<0b01_00_01_00>(lo, hi);
-                    let second = _mm512_shuffle_f32x4::<0b11_10_11_10>(lo, hi);
-                    let order = |v| _mm512_shuffle_f32x4::<0b11_01_10_00>(v, v);
-                    _mm512_storeu_ps(r.add(2 * t), order(first));
-                    _mm512_storeu_ps(r.add(2 * t + 16), order(second));
-                    t += 16;
-                }
+    winograd::interleave_steps(xs, m, n, row, 16, |xs, row, t| {
+        let (x, r) = (xs.as_ptr(), row.as_mut_ptr());
+        // SAFETY: `interleave_steps` calls this for `t + 16 <= n`, with `m` rows of `n` in
+        // `xs` and `m·n` floats in `row`: the loads read tiles `t..t + 16` of each row and
+        // the stores write `row[m·t..m·(t + 16)]`.
+        unsafe {
+            if m == 2 {
+                let (a, b) = (_mm512_loadu_ps(x.add(t)), _mm512_loadu_ps(x.add(n + t)));
+                // Per 128-bit lane `i`: tiles 4i, 4i + 1 (lo), then 4i + 2, 4i + 3 (hi).
+                let (lo, hi) = (_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+                // Lanes (lo 0, lo 1, hi 0, hi 1), then in order (lo 0, hi 0, lo 1, hi 1).
+                let first = _mm512_shuffle_f32x4::<0b01_00_01_00>(lo, hi);
+                let second = _mm512_shuffle_f32x4::<0b11_10_11_10>(lo, hi);
+                let order = |v| _mm512_shuffle_f32x4::<0b11_01_10_00>(v, v);
+                _mm512_storeu_ps(r.add(2 * t), order(first));
+                _mm512_storeu_ps(r.add(2 * t + 16), order(second));
+                return;
             }
-            4 => {
-                while t + 16 <= n {
-                    let [a, b, c, d] = std::array::from_fn(|k| _mm512_loadu_ps(x.add(k * n + t)));
-                    let (ab_lo, ab_hi) = (_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-                    let (cd_lo, cd_hi) = (_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-                    let pairs = |x: __m512, y: __m512| {
-                        let (x, y) = (_mm512_castps_pd(x), _mm512_castps_pd(y));
-                        let (lo, hi) = (_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y));
-                        (_mm512_castpd_ps(lo), _mm512_castpd_ps(hi))
-                    };
-                    // `qj`'s 128-bit lane `i` holds tile `4i + j`'s four outputs.
-                    let (q0, q1) = pairs(ab_lo, cd_lo);
-                    let (q2, q3) = pairs(ab_hi, cd_hi);
-                    // Lane `i` of the result `i` of q0..q3: a 4×4 transpose of the lanes.
-                    let u0 = _mm512_shuffle_f32x4::<0b01_00_01_00>(q0, q1);
-                    let u1 = _mm512_shuffle_f32x4::<0b01_00_01_00>(q2, q3);
-                    let u2 = _mm512_shuffle_f32x4::<0b11_10_11_10>(q0, q1);
-                    let u3 = _mm512_shuffle_f32x4::<0b11_10_11_10>(q2, q3);
-                    let even = |x, y| _mm512_shuffle_f32x4::<0b10_00_10_00>(x, y);
-                    let odd = |x, y| _mm512_shuffle_f32x4::<0b11_01_11_01>(x, y);
-                    _mm512_storeu_ps(r.add(4 * t), even(u0, u1));
-                    _mm512_storeu_ps(r.add(4 * t + 16), odd(u0, u1));
-                    _mm512_storeu_ps(r.add(4 * t + 32), even(u2, u3));
-                    _mm512_storeu_ps(r.add(4 * t + 48), odd(u2, u3));
-                    t += 16;
-                }
-            }
-            _ => {}
+            let [a, b, c, d] = std::array::from_fn(|k| _mm512_loadu_ps(x.add(k * n + t)));
+            let (ab_lo, ab_hi) = (_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+            let (cd_lo, cd_hi) = (_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+            let pairs = |x: __m512, y: __m512| {
+                let (x, y) = (_mm512_castps_pd(x), _mm512_castps_pd(y));
+                let (lo, hi) = (_mm512_unpacklo_pd(x, y), _mm512_unpackhi_pd(x, y));
+                (_mm512_castpd_ps(lo), _mm512_castpd_ps(hi))
+            };
+            // `qj`'s 128-bit lane `i` holds tile `4i + j`'s four outputs.
+            let (q0, q1) = pairs(ab_lo, cd_lo);
+            let (q2, q3) = pairs(ab_hi, cd_hi);
+            // Lane `i` of the result `i` of q0..q3: a 4×4 transpose of the lanes.
+            let u0 = _mm512_shuffle_f32x4::<0b01_00_01_00>(q0, q1);
+            let u1 = _mm512_shuffle_f32x4::<0b01_00_01_00>(q2, q3);
+            let u2 = _mm512_shuffle_f32x4::<0b11_10_11_10>(q0, q1);
+            let u3 = _mm512_shuffle_f32x4::<0b11_10_11_10>(q2, q3);
+            let even = |x, y| _mm512_shuffle_f32x4::<0b10_00_10_00>(x, y);
+            let odd = |x, y| _mm512_shuffle_f32x4::<0b11_01_11_01>(x, y);
+            _mm512_storeu_ps(r.add(4 * t), even(u0, u1));
+            _mm512_storeu_ps(r.add(4 * t + 16), odd(u0, u1));
+            _mm512_storeu_ps(r.add(4 * t + 32), even(u2, u3));
+            _mm512_storeu_ps(r.add(4 * t + 48), odd(u2, u3));
         }
-    }
-    winograd::interleave_from(xs, m, n, t, row);
+    });
 }
 
 isa_kernels!(
