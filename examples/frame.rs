@@ -5,6 +5,7 @@
 //! cargo run --release --example frame -- --net resnet50 --width 1 --frames 10 --check
 //! cargo run --release --example frame -- --net vgg16 --weights vgg16.safetensors --json frame.json
 //! cargo run --release --example frame -- --net resnet50 --width 1 --frames 10 --profile
+//! cargo run --release --example frame -- --net vgg16 --width 2 --peak
 //! cargo run --release --example frame -- --net vgg16 --input x.f32 --output y.f32 --serve
 //! ```
 //! Weights are random (from `--seed`) unless `--weights` names a safetensors file exported
@@ -15,12 +16,18 @@
 //! each frame on one worker and fails unless the outputs are bit-identical. `--profile` adds each layer's time and GFLOP/s, read from
 //! the runtime's trace table (a moving average over the frames run).
 //!
+//! `--peak` measures the machine's limits in the same run (`probe::limits_on`): the FMA
+//! peak and the read and copy bandwidth of one worker, and of the place's workers at once.
+//! A frame's GFLOP/s is then also given as a share of the place's peak, and how far the
+//! machine itself scales from one worker to the place bounds what any width can gain.
+//!
 //! `--serve` keeps the built model for another program to time (the peer benchmark in
 //! `bench/peers/` drives one per width): after a warm-up frame it prints `ready`, then reads
 //! one command a line from stdin — a frame count `N` (1 to 100 000) runs `N` frames and
-//! answers one JSON line `{"ms":[…]}` with each frame's milliseconds; `quit` or the end of
-//! stdin exits (and writes `--output`); any other line is an error. After `ready`, stdout
-//! carries nothing but those answers.
+//! answers one JSON line `{"ms":[…]}` with each frame's milliseconds; `limits` measures as
+//! `--peak` does and answers `{"limits":[…]}` (one worker, then the place if wider: the
+//! JSON report's `limits`); `quit` or the end of stdin exits (and writes `--output`); any
+//! other line is an error. After `ready`, stdout carries nothing but those answers.
 //!
 //! SIGINT or SIGTERM during the timed frames (`common::interrupt`) lets the frame in
 //! progress finish, prints and writes what ran (`--json` with `"partial": true`, `--output`
@@ -37,7 +44,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use taopipe::live::report::{FrameReport, LayerTimeReport};
+use taopipe::live::report::{FrameReport, LayerTimeReport, LimitsReport};
 use taopipe::live::{allowed_places, widest_place};
 use taopipe::nets::{BuildOptions, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
@@ -51,8 +58,9 @@ use common::{JsonArg, RuntimeArgs, frame_input, sayln};
 ///
 /// With --serve it instead waits for commands on stdin (for a benchmark driving it): it
 /// prints `ready` after one warm-up frame, then answers each line `N` (a frame count from
-/// 1 to 100000) with one JSON line `{"ms":[...]}`, the time of each of the N frames in ms;
-/// `quit` or the end of stdin exits, any other line is an error.
+/// 1 to 100000) with one JSON line `{"ms":[...]}`, the time of each of the N frames in ms,
+/// and the line `limits` with `{"limits":[...]}`, what --peak measures; `quit` or the end
+/// of stdin exits, any other line is an error.
 #[derive(Debug, Parser)]
 #[command(version, about, long_about)]
 struct Cli {
@@ -105,14 +113,23 @@ struct Cli {
     /// moving average over the frames) and add them to the JSON report.
     #[arg(long)]
     profile: bool,
+    /// Also measure the machine's limits before the frames (about 2 s): the FMA peak and
+    /// the read and copy bandwidth of one worker and of the place's workers at once. Prints
+    /// them, the frames' GFLOP/s as a share of the place's peak, and adds them to the JSON
+    /// report.
+    #[arg(long, conflicts_with = "serve")]
+    peak: bool,
 }
 
 /// What every timed frame needs.
 struct Runner<'a> {
     model: &'a Model,
     rt: &'a Runtime,
+    isa: Isa,
     input: &'a [f32],
     place: Place,
+    /// A place of one worker (`--peak`'s and `limits`' baseline).
+    one_worker: Place,
     /// With `--check`: the one-worker place every frame is compared with.
     check: Option<Place>,
 }
@@ -141,6 +158,16 @@ impl Runner<'_> {
             );
         }
         Ok((ms, output))
+    }
+
+    /// The machine's limits on one worker and on the place (`--peak`, `limits`).
+    fn limits(&self) -> anyhow::Result<Vec<LimitsReport>> {
+        Ok(LimitsReport::measure(
+            self.rt,
+            self.isa,
+            self.one_worker,
+            self.place,
+        )?)
     }
 }
 
@@ -237,8 +264,10 @@ fn main() -> anyhow::Result<()> {
     let runner = Runner {
         model: &model,
         rt: &rt,
+        isa,
         input: &input,
         place,
+        one_worker,
         check: cli.check.then_some(one_worker),
     };
     // Warm-up: page in weights, size scratch.
@@ -298,10 +327,15 @@ fn serve(runner: &Runner<'_>, mut output: Vec<f32>) -> anyhow::Result<Vec<f32>> 
         if command == "quit" {
             break;
         }
+        if command == "limits" {
+            writeln!(stdout, "{}", json!({ "limits": runner.limits()? }))?;
+            stdout.flush()?;
+            continue;
+        }
         let count = match command.parse::<u32>() {
             Ok(count) if (1..=MAX_SERVE_FRAMES).contains(&count) => count,
             _ => bail!(
-                "--serve: line {}: `{}` is neither a frame count in 1..={MAX_SERVE_FRAMES} nor `quit`",
+                "--serve: line {}: `{}` is neither a frame count in 1..={MAX_SERVE_FRAMES} nor `limits` nor `quit`",
                 n + 1,
                 line.escape_debug()
             ),
@@ -332,6 +366,23 @@ fn timed_run(
     interrupt: &Interrupt,
 ) -> anyhow::Result<(Vec<f32>, usize)> {
     let model = runner.model;
+    let limits = if cli.peak {
+        let limits = runner.limits()?;
+        for l in &limits {
+            sayln!("limits, measured now: {l}");
+        }
+        if let [one, place] = limits.as_slice() {
+            sayln!(
+                "limits: the place's {} workers reach {:.2}× one worker's FMA peak, {:.2}× its read bandwidth",
+                place.workers,
+                place.fma_gflops / one.fma_gflops,
+                place.read_gbs / one.read_gbs
+            );
+        }
+        Some(limits)
+    } else {
+        None
+    };
     let bar = ProgressBar::new(u64::from(cli.frames)).with_style(ProgressStyle::with_template(
         "{bar:30} {pos}/{len} frames {msg}",
     )?);
@@ -364,6 +415,7 @@ fn timed_run(
         report.input = input;
     }
     report.checked_width1 = cli.check;
+    report.limits = limits;
     report.partial = interrupt.raised();
     // No median when a signal came before the first timed frame.
     if let (Some(median), Some(gflops)) = (report.median_ms, report.gflops) {
@@ -380,8 +432,15 @@ fn timed_run(
                 .map(|m| (m * 10.0).round() / 10.0)
                 .collect::<Vec<_>>()
         );
+        let share = match report.limits.as_ref().and_then(|l| l.last()) {
+            Some(l) => format!(
+                " ({:.0}% of the place's FMA peak measured now; Winograd layers count the direct path's FLOPs)",
+                100.0 * gflops / l.fma_gflops
+            ),
+            None => String::new(),
+        };
         sayln!(
-            "throughput: {:.2} frames/s, {gflops:.1} GFLOP/s",
+            "throughput: {:.2} frames/s, {gflops:.1} GFLOP/s{share}",
             1e3 / median
         );
     }

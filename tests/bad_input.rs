@@ -235,7 +235,7 @@ const ROWS: &[Row] = &[
     row("frame", &["--json", "{in_missing_folder}"], &["{in_missing_folder}", "does not exist"],
         "`PATH: the folder … does not exist`").early(),
     row("frame", &["--serve"], &["line 2", "`bogus`"],
-        "`` --serve: line 2: `bogus` is neither a frame count in 1..=100000 nor `quit` ``, after `ready` and one answer").stdin("2\nbogus\n"),
+        "`` --serve: line 2: `bogus` is neither a frame count in 1..=100000 nor `limits` nor `quit` ``, after `ready` and one answer").stdin("2\nbogus\n"),
     row("frame", &["--serve"], &["line 1", "`4294967295`"],
         "the same for `4294967295` (it aborted on a 34 GB allocation)").stdin("4294967295\n"),
     row("frame", &["--serve"], &["line 1", "longer than 64 bytes"],

@@ -95,6 +95,61 @@ fn serve_answers_each_count_and_writes_the_same_output_as_a_plain_run() {
 }
 
 #[test]
+fn limits_are_measured_on_request_and_by_peak() {
+    let out = frame_on(&["--width", "2", "--serve"], "limits\n1\nquit\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let after: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| *l != "ready")
+        .skip(1)
+        .collect();
+    assert_eq!(after.len(), 2, "one answer a command: {stdout}");
+    let answer: serde_json::Value = serde_json::from_str(after[0]).expect("a JSON line");
+    let limits = answer["limits"].as_array().expect("a limits array");
+    let workers: Vec<u64> = limits
+        .iter()
+        .filter_map(|l| l["workers"].as_u64())
+        .collect();
+    assert_eq!(workers, [1, 2], "one worker, then the place: {}", after[0]);
+    for key in ["fma_gflops", "read_gbs", "copy_gbs"] {
+        assert!(
+            limits
+                .iter()
+                .all(|l| l[key].as_f64().is_some_and(|v| v > 0.0)),
+            "{key}: {}",
+            after[0]
+        );
+    }
+    assert!(
+        after[1].starts_with("{\"ms\":"),
+        "frames still run: {}",
+        after[1]
+    );
+
+    // `--peak`: printed, in the JSON report, and the frame's share of the peak.
+    let dir = scratch("frame-peak");
+    let json = dir.join("frame.json");
+    let json_arg = json.to_str().expect("utf-8");
+    let out = frame(&["--peak", "--frames", "2", "--json", json_arg], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("limits, measured now: 1 worker: FMA"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("of the place's FMA peak measured now"),
+        "{stdout}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("JSON");
+    let limits = report["limits"].as_array().expect("limits in the report");
+    assert_eq!(limits.len(), 1, "width 1: one worker only");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn serve_exits_cleanly_at_the_end_of_stdin_and_fails_on_a_bad_line() {
     let out = frame(&["--serve"], "");
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -7,7 +7,9 @@ compute the same output, then time them interleaved in one run (for each round, 
 thread count: ONNX Runtime, then taopipe) and print a Markdown table of the medians.
 
 taopipe runs as one long-lived ``frame --serve`` process per width, ONNX Runtime as one
-``InferenceSession`` per thread count, so neither pays start-up per measurement. Progress
+``InferenceSession`` per thread count, so neither pays start-up per measurement. Before
+the first net's rounds each width's ``frame`` also measures the machine's limits (FMA peak
+and bandwidth on one worker and on its workers at once), printed under the table. Progress
 goes to stderr, the table to stdout. ``run.sh`` makes the virtual environment and calls
 this file; ``run.sh --help`` lists the flags.
 """
@@ -346,6 +348,22 @@ class TaopipeServer:
             self._fail(f"answered {len(ms)} times for {n} frames")
         return [float(m) for m in ms]
 
+    def limits(self) -> list[dict]:
+        """`limits`: the machine's FMA peak and bandwidth on one worker, then on this
+        server's workers at once, measured now."""
+        try:
+            self.proc.stdin.write("limits\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self._fail(f"exited with status {self.proc.wait()}")
+        line = self._next()
+        try:
+            limits = json.loads(line)["limits"]
+            assert all(l["fma_gflops"] > 0 and l["read_gbs"] > 0 for l in limits)
+        except (json.JSONDecodeError, KeyError, TypeError, AssertionError):
+            self._fail(f"answered `{line}` instead of {{\"limits\": [...]}}")
+        return limits
+
     def close(self):
         """`quit`, and wait for it to write its output."""
         try:
@@ -427,7 +445,9 @@ def read_f32(np, path, count):
 
 # --- one net -----------------------------------------------------------------------------
 
-def run_net(np, ort, models, args, binary, net, input_path, x, workdir) -> dict:
+def run_net(np, ort, models, args, binary, net, input_path, x, workdir, limits) -> dict:
+    """Times `net`; measures the machine's limits at each width into `limits` (thread
+    count → `frame`'s `limits` answer) where it has none yet."""
     try:
         weights, onnx_path = models.ensure_model(Path(args.cache), net, args.seed, log=log)
     except ImportError as e:
@@ -470,6 +490,12 @@ def run_net(np, ort, models, args, binary, net, input_path, x, workdir) -> dict:
                                        workdir)
             log(f"{net}: taopipe w={t} ready in {time.monotonic() - started:.1f} s")
             result["isa"] = result["isa"] or find_isa(servers[t].header)
+        for t in args.threads:
+            if t not in limits:
+                limits[t] = servers[t].limits()
+                log(f"limits at w={t}: " + "; ".join(
+                    f"{l['workers']} worker(s): FMA {l['fma_gflops']:.1f} GFLOP/s, read "
+                    f"{l['read_gbs']:.1f} GB/s" for l in limits[t]))
 
         order = [(engine, t) for t in args.threads for engine in ("ort", "taopipe")]
         samples = {key: [] for key in order}
@@ -562,6 +588,23 @@ def table(results, threads) -> str:
     return "\n".join(rows)
 
 
+def limits_line(limits) -> str:
+    """The machine's limits as `frame` measured them at each width, against one worker's."""
+    one = next((l for v in limits.values() for l in v if l["workers"] == 1), None)
+    if one is None:
+        return "Limits: not measured."
+    parts = [f"1 worker: FMA {one['fma_gflops']:.1f} GFLOP/s, read {one['read_gbs']:.1f} GB/s"]
+    for t, v in limits.items():
+        for l in v:
+            if l["workers"] > 1:
+                parts.append(
+                    f"{l['workers']} at once: FMA {l['fma_gflops']:.1f} "
+                    f"({l['fma_gflops'] / one['fma_gflops']:.2f}×), read {l['read_gbs']:.1f} GB/s "
+                    f"({l['read_gbs'] / one['read_gbs']:.2f}×)")
+    return ("Limits measured in this run (`frame`'s `limits`: FMA chains and streaming reads "
+            "on every worker at once): " + "; ".join(parts) + ".")
+
+
 def machine_lines(report) -> str:
     m = report["machine"]
     cpus = f"{m['cpus']} CPUs"
@@ -578,6 +621,7 @@ def machine_lines(report) -> str:
     return "\n".join([
         f"Machine: {m['model']}, {cpus}, {m['arch']} {m['os']}; CPU features: {features}."
         + load,
+        limits_line(m.get("limits") or {}),
         f"ONNX Runtime {report['onnxruntime']['version']} (CPUExecutionProvider, intra-op "
         f"threads = t, inter-op 1, sequential, all graph optimisations); "
         f"{report['taopipe']['version'] or 'taopipe'} `frame`{(' at ' + rev) if rev else ''} "
@@ -614,10 +658,12 @@ def main(argv=None) -> int:
         input_path, x = models.ensure_input(Path(args.cache), args.seed, log=log)
 
         results = []
+        limits = {}
         with tempfile.TemporaryDirectory(prefix="taopipe-peers-") as workdir:
             for net in args.nets:
                 results.append(run_net(np, ort, models, args, binary, net, input_path, x,
-                                       workdir))
+                                       workdir, limits))
+        machine["limits"] = {str(t): v for t, v in sorted(limits.items())}
         machine["load_average_end"] = load_average()
         isas = {r["isa"] for r in results if r["isa"]}
         report = {

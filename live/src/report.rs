@@ -26,7 +26,7 @@ mod frame;
 mod plan;
 
 pub use compare::{CompareReport, PlannerRow};
-pub use frame::{FrameReport, LayerTimeReport, TopClass};
+pub use frame::{FrameReport, LayerTimeReport, LimitsReport, TopClass};
 pub use plan::{PlanPart, PlanReport};
 
 /// The OS CPUs of a run of workers, in worker order: what a report records next to each

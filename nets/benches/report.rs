@@ -8,16 +8,16 @@
 //! TAOPIPE_REPORT_ROUNDS=6 cargo bench -p taopipe-nets -- report   # more rounds
 //! ```
 //!
-//! Every figure is divided by limits measured in the same run: the FMA peak of one core
-//! (`probe::fma_peak`) and the memory bandwidth of one and of two cores
-//! (`probe::bandwidth`, copy and read).
+//! Every figure is divided by limits measured in the same run (`probe::limits_on`): the FMA
+//! peak of one core and the memory bandwidth (copy and read) of one and of two cores at
+//! once.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use taopipe_nets::cache::{Blocking, CacheSizes};
 use taopipe_nets::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
-use taopipe_nets::probe::{self, Bandwidth};
+use taopipe_nets::probe;
 use taopipe_nets::{ConvAlgo, Isa, Kernel, Kernels, Linear, MatMut, Residual, Shape};
 use taopipe_runtime::{Place, Runtime};
 
@@ -49,25 +49,6 @@ fn selected() -> bool {
     }
     let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     filters.is_empty() || filters.iter().any(|f| f.contains("report"))
-}
-
-/// Bytes per bandwidth buffer: well past any last-level cache.
-const BANDWIDTH_BYTES: usize = 256 << 20;
-
-/// The bandwidth of `width` cores at once (each its own buffers), summed.
-fn gang_bandwidth(rt: &Runtime, isa: Isa, width: usize) -> Bandwidth {
-    let parts = Arc::new(Mutex::new(Vec::new()));
-    let p = parts.clone();
-    rt.run_on(Place::new(0, width), move |_| {
-        let bw = probe::bandwidth(isa, BANDWIDTH_BYTES);
-        p.lock().expect("not poisoned").push(bw);
-    })
-    .expect("bandwidth gang runs");
-    let parts = parts.lock().expect("not poisoned");
-    Bandwidth {
-        copy_gbs: parts.iter().map(|b| b.copy_gbs).sum(),
-        read_gbs: parts.iter().map(|b| b.read_gbs).sum(),
-    }
 }
 
 /// Rounds of the conv table (`TAOPIPE_REPORT_ROUNDS`, default [`ROUNDS`]).
@@ -140,9 +121,12 @@ pub(crate) fn run_if_selected() {
     let isa = Isa::current().expect("TAOPIPE_ISA names a path this CPU runs");
     let rounds = rounds();
     let rt = Runtime::builder().workers(2).build().expect("runtime");
-    let peak = probe::fma_peak(isa, 0.5);
-    let bw1 = probe::bandwidth(isa, BANDWIDTH_BYTES);
-    let bw2 = gang_bandwidth(&rt, isa, 2);
+    let limits = |width| {
+        probe::limits_on(&rt, Place::new(0, width), isa, 0.5, probe::LIMITS_BYTES)
+            .expect("the runtime has 2 workers")
+    };
+    let (one, two) = (limits(1), limits(2));
+    let (peak, bw1, bw2) = (one.fma_gflops, one.bandwidth, two.bandwidth);
     println!("\n## The machine, measured now\n");
     println!(
         "- kernels: `{isa}` ({}; {} for the direct path's reductions over 192)",
@@ -150,15 +134,17 @@ pub(crate) fn run_if_selected() {
         isa.wide_kernels()
     );
     println!(
-        "- FMA peak of one core: **{peak:.1} GFLOP/s** (independent FMA chains, `probe::fma_peak`)"
+        "- FMA peak of one core: **{peak:.1} GFLOP/s**; of two at once {:.1} ({:.2}×) (independent FMA chains, `probe::limits_on`)",
+        two.fma_gflops,
+        two.fma_gflops / peak
     );
     println!(
-        "- memory bandwidth, 1 core: copy {:.1} GB/s, read {:.1} GB/s; 2 cores: copy {:.1} GB/s, read {:.1} GB/s (`probe::bandwidth`, {} MiB buffers)",
+        "- memory bandwidth, 1 core: copy {:.1} GB/s, read {:.1} GB/s; 2 cores at once: copy {:.1} GB/s, read {:.1} GB/s (`probe::limits_on`, {} MiB of buffers shared out)",
         bw1.copy_gbs,
         bw1.read_gbs,
         bw2.copy_gbs,
         bw2.read_gbs,
-        BANDWIDTH_BYTES >> 20
+        probe::LIMITS_BYTES >> 20
     );
 
     println!("\n## Conv layers, GFLOP/s through the runtime at gang widths 1 and 2\n");

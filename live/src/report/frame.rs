@@ -1,14 +1,16 @@
 //! The report of frames run one at a time, every layer on one place (the `frame` tool).
 
 use serde::Serialize;
-use taopipe_nets::{BuildOptions, LayerTime, Model};
-use taopipe_runtime::Place;
+use taopipe_nets::probe::{self, Limits};
+use taopipe_nets::{BuildOptions, Isa, LayerTime, Model};
+use taopipe_runtime::{Place, Runtime, RuntimeError};
 
 /// Frames of one net run one after another on one place, what they took and what the last
 /// one output.
 ///
 /// [`FrameReport::new`] fills in what the model and the times say; the caller sets where
-/// the weights and input came from, `checked_width1`, `partial` and `layer_times`.
+/// the weights and input came from, `checked_width1`, `partial`, `layer_times` and
+/// `limits`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FrameReport {
     /// The net's name.
@@ -60,6 +62,82 @@ pub struct FrameReport {
     /// the JSON otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layer_times: Option<Vec<LayerTimeReport>>,
+    /// The machine's limits measured in the same run, when asked for (`frame --peak`): on
+    /// one worker, then on the place's workers at once if it has more; absent from the
+    /// JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Vec<LimitsReport>>,
+}
+
+/// What some workers reach at once ([`probe::limits_on`]): the anchor a frame's GFLOP/s
+/// and a layer's GB/s are read against.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LimitsReport {
+    /// Workers measured at once.
+    pub workers: usize,
+    /// FMA peak, GFLOP/s, summed over the workers.
+    pub fma_gflops: f64,
+    /// Read bandwidth (the FC layers' row-dot kernel), GB/s, summed over the workers.
+    pub read_gbs: f64,
+    /// Copy bandwidth (bytes read plus written), GB/s, summed over the workers.
+    pub copy_gbs: f64,
+}
+
+impl From<&Limits> for LimitsReport {
+    fn from(l: &Limits) -> LimitsReport {
+        LimitsReport {
+            workers: l.workers,
+            fma_gflops: l.fma_gflops,
+            read_gbs: l.bandwidth.read_gbs,
+            copy_gbs: l.bandwidth.copy_gbs,
+        }
+    }
+}
+
+impl LimitsReport {
+    /// Seconds of the FMA probe on each worker in [`LimitsReport::measure`].
+    pub const FMA_SECS: f64 = 0.3;
+
+    /// The limits of `one` (a place of one worker), then of `place` if it is wider, each
+    /// measured now ([`probe::limits_on`], [`probe::LIMITS_BYTES`] streamed): a report's
+    /// `limits`. Takes about a second per place.
+    ///
+    /// # Errors
+    /// A place the runtime does not have.
+    pub fn measure(
+        rt: &Runtime,
+        isa: Isa,
+        one: Place,
+        place: Place,
+    ) -> Result<Vec<LimitsReport>, RuntimeError> {
+        let places = if place.width() > 1 {
+            vec![one, place]
+        } else {
+            vec![one]
+        };
+        places
+            .into_iter()
+            .map(|p| {
+                let l = probe::limits_on(rt, p, isa, Self::FMA_SECS, probe::LIMITS_BYTES)?;
+                Ok(LimitsReport::from(&l))
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Display for LimitsReport {
+    /// `2 workers at once: FMA 480.2 GFLOP/s, read 35.1 GB/s, copy 40.3 GB/s`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let who = match self.workers {
+            1 => "1 worker".to_string(),
+            n => format!("{n} workers at once"),
+        };
+        write!(
+            f,
+            "{who}: FMA {:.1} GFLOP/s, read {:.1} GB/s, copy {:.1} GB/s",
+            self.fma_gflops, self.read_gbs, self.copy_gbs
+        )
+    }
 }
 
 /// One output of a frame: a class index and its score.
@@ -175,6 +253,7 @@ impl FrameReport {
             top5: TopClass::top(output, 5),
             partial: false,
             layer_times: None,
+            limits: None,
         }
     }
 }
@@ -184,6 +263,34 @@ mod test {
     use taopipe_nets::{RandomWeights, zoo};
 
     use super::*;
+
+    #[test]
+    fn limits_name_their_workers() {
+        let l = LimitsReport {
+            workers: 2,
+            fma_gflops: 480.25,
+            read_gbs: 35.06,
+            copy_gbs: 40.3,
+        };
+        assert_eq!(
+            l.to_string(),
+            "2 workers at once: FMA 480.2 GFLOP/s, read 35.1 GB/s, copy 40.3 GB/s"
+        );
+        let one = LimitsReport { workers: 1, ..l };
+        assert!(one.to_string().starts_with("1 worker: FMA"), "{one}");
+    }
+
+    #[test]
+    fn limits_are_measured_on_one_worker_then_on_a_wider_place() {
+        let rt = Runtime::builder().workers(2).build().expect("runtime");
+        let (one, two) = (Place::new(0, 1), Place::new(0, 2));
+        let both = LimitsReport::measure(&rt, Isa::Portable, one, two).expect("measured");
+        let workers: Vec<usize> = both.iter().map(|l| l.workers).collect();
+        assert_eq!(workers, [1, 2]);
+        assert!(both.iter().all(|l| l.fma_gflops > 0.0 && l.read_gbs > 0.0));
+        let alone = LimitsReport::measure(&rt, Isa::Portable, one, one).expect("measured");
+        assert_eq!(alone.len(), 1, "a one-worker place is measured once");
+    }
 
     #[test]
     fn the_median_throughput_and_top_classes_come_from_the_frames() {
