@@ -40,6 +40,16 @@ pub(super) struct Direct {
 /// replicated (`gang.rs`), so they stay whole.
 pub(super) const HALF_BLOCK_PANELS: usize = 16;
 
+/// Fewest blocks of a plane of at least `WIDE_BLOCKS · HALF_BLOCK_PANELS` column panels
+/// (a decision, from a measurement): one block per rank of a 16-wide gang. VGG16's
+/// `conv1_1` (3 input channels, 1568 panels) fits six blocks in the cache budget, so at
+/// width 16 it ran on six ranks. With 16 blocks it went from 0.83–0.96 to 0.37–0.52 ms a
+/// frame at width 16, and ResNet50 (whose stem now also has 16) from 19.5 to 18.7 ms, the
+/// median of six rounds taking turns (`frame --width 16 --profile`, 16-core x86-64 Linux
+/// machine). Both layers' weights are small, so the extra blocks' passes over them cost
+/// nothing measurable: level at widths 1 and 2 (2-core AVX-512 Xeon VM, three rounds).
+pub(super) const WIDE_BLOCKS: usize = 16;
+
 /// A run of consecutive pixels of one output row, inside a panel.
 #[derive(Clone, Copy)]
 struct Segment {
@@ -110,6 +120,8 @@ impl Direct {
         // two, so the ranks of a pair each get a private block (`HALF_BLOCK_PANELS`).
         let blocks = if blocks == 1 && panels >= 2 * HALF_BLOCK_PANELS {
             2
+        } else if panels >= WIDE_BLOCKS * HALF_BLOCK_PANELS {
+            blocks.max(WIDE_BLOCKS)
         } else {
             blocks
         };

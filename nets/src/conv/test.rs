@@ -655,6 +655,35 @@ fn large_one_block_planes_are_cut_in_two() {
     }
 }
 
+/// A direct plane of `WIDE_BLOCKS · HALF_BLOCK_PANELS` panels or more has a block for every
+/// rank of a 16-wide gang, however few blocks its cache budget asks for (VGG16's
+/// `conv1_1`: 6); a smaller one keeps the budget's count (AlexNet's `conv1`: 6 of 64).
+#[test]
+fn large_planes_have_a_block_per_rank_of_a_wide_gang() {
+    use super::direct::{HALF_BLOCK_PANELS, WIDE_BLOCKS};
+    for (p, input) in [
+        (Conv2dParams::new(3, 64, 3, 1, 1), Shape::new(3, 224, 224)),
+        (Conv2dParams::new(3, 64, 7, 2, 3), Shape::new(3, 224, 224)),
+        (Conv2dParams::new(3, 64, 11, 4, 2), Shape::new(3, 224, 224)),
+    ] {
+        let (conv, _) = random_conv(p, input, 3);
+        for c in variants(&conv) {
+            if c.algo() != ConvAlgo::Direct {
+                continue;
+            }
+            let panels = c.out_shape().plane().div_ceil(c.kernels.nr);
+            let wide = panels >= WIDE_BLOCKS * HALF_BLOCK_PANELS;
+            assert_eq!(
+                c.blocks() >= WIDE_BLOCKS,
+                wide,
+                "{p:?} {}: {} blocks of {panels} panels",
+                c.isa(),
+                c.blocks()
+            );
+        }
+    }
+}
+
 /// A Winograd plane that fits one block is cut in two where its transformed weights are
 /// small (`SPLIT_WEIGHT_BLOCKS`: ResNet50's 28×28 `128 → 128` layers, 2.4 MB), and stays
 /// whole where they are large (VGG16's 28×28 `512 → 512`, 38 MB).
