@@ -37,18 +37,39 @@ pub(super) struct Direct {
 /// 2. Cut into two private blocks, 0.101–0.102 (`frame --net resnet50 --width 2
 /// --profile`, two interleaved runs each, 2-core AVX-512 Xeon VM). Planes of 25 panels
 /// (its `128 → 512` 1×1 convs at 28×28), cut in 13 and 12, measured level with one block
-/// replicated (`gang.rs`), so they stay whole.
+/// replicated (`gang.rs`), so they stay whole. (That `64 → 64` conv now has
+/// [`WIDE_BLOCKS`] blocks; this cut still serves planes of 32 to 63 panels.)
 pub(super) const HALF_BLOCK_PANELS: usize = 16;
 
-/// Fewest blocks of a plane of at least `WIDE_BLOCKS · HALF_BLOCK_PANELS` column panels
-/// (a decision, from a measurement): one block per rank of a 16-wide gang. VGG16's
-/// `conv1_1` (3 input channels, 1568 panels) fits six blocks in the cache budget, so at
-/// width 16 it ran on six ranks. With 16 blocks it went from 0.83–0.96 to 0.37–0.52 ms a
-/// frame at width 16, and ResNet50 (whose stem now also has 16) from 19.5 to 18.7 ms, the
-/// median of six rounds taking turns (`frame --width 16 --profile`, 16-core x86-64 Linux
-/// machine). Both layers' weights are small, so the extra blocks' passes over them cost
-/// nothing measurable: level at widths 1 and 2 (2-core AVX-512 Xeon VM, three rounds).
+/// Fewest blocks of a plane of at least `WIDE_BLOCKS` times [`Direct::wide_block_panels`]
+/// column panels (a decision, from measurements): one block per rank of a 16-wide gang,
+/// which then runs the layer private, each rank multiplying what it packed. Planes that fit fewer blocks in the
+/// cache budget ran on fewer ranks, or shared, each rank reading blocks that the others
+/// packed. On a 16-core x86-64 Linux machine (`frame --width W --profile`, builds taking
+/// turns):
+/// - VGG16's `conv1_1` (3 input channels, 1568 panels, 6 blocks before) went from
+///   0.83–0.96 to 0.37–0.52 ms a frame at width 16;
+/// - ResNet50's `256 → 64` 1×1 convs on 56×56 (66 panels, 4 blocks before, shared at width
+///   16) from 0.49–0.53 to 0.15–0.17 ms, its `layer2.0.conv1` from 0.68 to 0.23;
+/// - whole frames, medians of rounds taking turns: ResNet50 at width 16 19.5 → 18.7 ms
+///   with the stem and `conv1_1` cut (planes of 256 panels on), then 19.4 → 17.8 with
+///   pointwise planes of 64 on (five rounds), 22.9 → 20.8 at width 8 (three).
+///
+/// The weights of these layers are small (at most 128 KB), so the extra blocks' passes over
+/// them cost nothing measurable at widths 1 and 2 on the 2-core AVX-512 Xeon VM: the
+/// ResNet50 layers concerned summed 21.7 and 21.7 ms a frame at width 1, 12.0 and 11.9 at
+/// width 2 (two `--profile` rounds each), and ResNet50 frames at width 2 took 27.4 and
+/// 27.5 ms (six rounds). Planes of 28×28 (17–25 panels) stay as they are: cut in two they
+/// ran slower at width 2.
 pub(super) const WIDE_BLOCKS: usize = 16;
+
+/// Fewest column panels per block of a pointwise conv where [`WIDE_BLOCKS`] applies.
+pub(super) const WIDE_BLOCK_PANELS: usize = 4;
+
+/// Whether `p` is a 1×1 stride-1 unpadded conv, whose pack copies plain input rows.
+fn is_pointwise(p: &Conv2dParams) -> bool {
+    p.kernel == (1, 1) && p.stride == (1, 1) && p.padding == (0, 0)
+}
 
 /// A run of consecutive pixels of one output row, inside a panel.
 #[derive(Clone, Copy)]
@@ -120,7 +141,7 @@ impl Direct {
         // two, so the ranks of a pair each get a private block (`HALF_BLOCK_PANELS`).
         let blocks = if blocks == 1 && panels >= 2 * HALF_BLOCK_PANELS {
             2
-        } else if panels >= WIDE_BLOCKS * HALF_BLOCK_PANELS {
+        } else if panels >= WIDE_BLOCKS * Self::wide_block_panels(&p) {
             blocks.max(WIDE_BLOCKS)
         } else {
             blocks
@@ -160,7 +181,20 @@ impl Direct {
     }
 
     fn is_pointwise(&self) -> bool {
-        self.p.kernel == (1, 1) && self.p.stride == (1, 1) && self.p.padding == (0, 0)
+        is_pointwise(&self.p)
+    }
+
+    /// Fewest column panels per block where [`WIDE_BLOCKS`] applies: [`WIDE_BLOCK_PANELS`]
+    /// for a pointwise conv, whose pack copies rows; [`HALF_BLOCK_PANELS`] for the others,
+    /// whose blocks each pack the kernel's overlap rows again. AlexNet's `conv1` (11×11
+    /// stride 4, 64 panels) cut into 16 blocks ran 4–7% slower at widths 1 and 2 (1.10 →
+    /// 1.15 and 0.57 → 0.61 ms, `frame --net alexnet --profile`, three rounds taking turns).
+    fn wide_block_panels(p: &Conv2dParams) -> usize {
+        if is_pointwise(p) {
+            WIDE_BLOCK_PANELS
+        } else {
+            HALF_BLOCK_PANELS
+        }
     }
 
     /// Packs the pixels `cols` (starting on a panel) into `out`; `work` holds

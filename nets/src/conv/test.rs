@@ -630,12 +630,16 @@ fn blocks_tile_the_plane_evenly() {
 /// smaller one stays whole (its `128 → 512` 1×1 convs at 28×28).
 #[test]
 fn large_one_block_planes_are_cut_in_two() {
+    use super::direct::{HALF_BLOCK_PANELS, WIDE_BLOCK_PANELS, WIDE_BLOCKS};
+    let mut cut = 0;
     for (p, input) in [
         (Conv2dParams::new(64, 64, 1, 1, 0), Shape::new(64, 56, 56)),
         (
             Conv2dParams::new(128, 512, 1, 1, 0),
             Shape::new(128, 28, 28),
         ),
+        // 1600 pixels: 34 panels of 48, 50 of 32.
+        (Conv2dParams::new(256, 64, 1, 1, 0), Shape::new(256, 40, 40)),
     ] {
         let (conv, _) = random_conv(p, input, 3);
         for c in variants(&conv) {
@@ -645,26 +649,37 @@ fn large_one_block_planes_are_cut_in_two() {
             if !fits_one {
                 continue;
             }
-            let want = if panels >= 2 * super::direct::HALF_BLOCK_PANELS {
+            let want = if panels >= WIDE_BLOCKS * WIDE_BLOCK_PANELS {
+                continue; // `large_planes_have_a_block_per_rank_of_a_wide_gang`
+            } else if panels >= 2 * HALF_BLOCK_PANELS {
                 2
             } else {
                 1
             };
             assert_eq!(c.blocks(), want, "{p:?} {} panels {panels}", c.isa());
+            cut += usize::from(want == 2);
         }
     }
+    assert!(cut > 0, "no plane was cut in two");
 }
 
-/// A direct plane of `WIDE_BLOCKS · HALF_BLOCK_PANELS` panels or more has a block for every
-/// rank of a 16-wide gang, however few blocks its cache budget asks for (VGG16's
-/// `conv1_1`: 6); a smaller one keeps the budget's count (AlexNet's `conv1`: 6 of 64).
+/// A direct plane of `WIDE_BLOCKS · WIDE_BLOCK_PANELS` panels or more (pointwise;
+/// `WIDE_BLOCKS · HALF_BLOCK_PANELS` for other kernels) has a block for every rank of a
+/// 16-wide gang, however few blocks its cache budget asks for (VGG16's `conv1_1`: 6;
+/// ResNet50's `256 → 64` 1×1 convs on 56×56: 4); a smaller one keeps the budget's count
+/// (ResNet50's `512 → 128` on 28×28: 1; AlexNet's `conv1`, 64 panels: 6).
 #[test]
 fn large_planes_have_a_block_per_rank_of_a_wide_gang() {
-    use super::direct::{HALF_BLOCK_PANELS, WIDE_BLOCKS};
+    use super::direct::{HALF_BLOCK_PANELS, WIDE_BLOCK_PANELS, WIDE_BLOCKS};
     for (p, input) in [
+        (Conv2dParams::new(3, 64, 11, 4, 2), Shape::new(3, 224, 224)),
         (Conv2dParams::new(3, 64, 3, 1, 1), Shape::new(3, 224, 224)),
         (Conv2dParams::new(3, 64, 7, 2, 3), Shape::new(3, 224, 224)),
-        (Conv2dParams::new(3, 64, 11, 4, 2), Shape::new(3, 224, 224)),
+        (Conv2dParams::new(256, 64, 1, 1, 0), Shape::new(256, 56, 56)),
+        (
+            Conv2dParams::new(512, 128, 1, 1, 0),
+            Shape::new(512, 28, 28),
+        ),
     ] {
         let (conv, _) = random_conv(p, input, 3);
         for c in variants(&conv) {
@@ -672,7 +687,12 @@ fn large_planes_have_a_block_per_rank_of_a_wide_gang() {
                 continue;
             }
             let panels = c.out_shape().plane().div_ceil(c.kernels.nr);
-            let wide = panels >= WIDE_BLOCKS * HALF_BLOCK_PANELS;
+            let least = if p.kernel == (1, 1) {
+                WIDE_BLOCK_PANELS
+            } else {
+                HALF_BLOCK_PANELS
+            };
+            let wide = panels >= WIDE_BLOCKS * least;
             assert_eq!(
                 c.blocks() >= WIDE_BLOCKS,
                 wide,
