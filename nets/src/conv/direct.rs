@@ -52,8 +52,8 @@ pub(super) const HALF_BLOCK_PANELS: usize = 16;
 /// - ResNet50's `256 → 64` 1×1 convs on 56×56 (66 panels, 4 blocks before, shared at width
 ///   16) from 0.49–0.53 to 0.15–0.17 ms, its `layer2.0.conv1` from 0.68 to 0.23;
 /// - whole frames, medians of rounds taking turns: ResNet50 at width 16 19.5 → 18.7 ms
-///   with the stem and `conv1_1` cut (planes of 256 panels on), then 19.4 → 17.8 with
-///   pointwise planes of 64 on (five rounds), 22.9 → 20.8 at width 8 (three).
+///   with the stem and `conv1_1` cut (planes of 256 panels on; six rounds), then 19.4 →
+///   17.8 with pointwise planes of 64 on (five rounds), 23.0 → 20.8 at width 8 (three).
 ///
 /// The weights of these layers are small (at most 128 KB), so the extra blocks' passes over
 /// them cost nothing measurable at widths 1 and 2 on the 2-core AVX-512 Xeon VM: the
