@@ -39,6 +39,15 @@ fn frame_on(args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().expect("frame ran")
 }
 
+/// The lines `frame --serve` printed after `ready`: its answers.
+fn answers(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .skip_while(|l| *l != "ready")
+        .skip(1)
+        .collect()
+}
+
 fn f32_bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {
     values.flat_map(f32::to_le_bytes).collect()
 }
@@ -62,11 +71,7 @@ fn serve_answers_each_count_and_writes_the_same_output_as_a_plain_run() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    let after: Vec<&str> = stdout
-        .lines()
-        .skip_while(|l| *l != "ready")
-        .skip(1)
-        .collect();
+    let after = answers(&stdout);
     assert_eq!(after.len(), 2, "only the answers follow `ready`: {stdout}");
     for (line, count) in after.iter().zip([3, 1]) {
         let answer: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
@@ -99,11 +104,7 @@ fn limits_are_measured_on_request_and_by_peak() {
     let out = frame_on(&["--width", "2", "--serve"], "limits\n1\nquit\n");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    let after: Vec<&str> = stdout
-        .lines()
-        .skip_while(|l| *l != "ready")
-        .skip(1)
-        .collect();
+    let after = answers(&stdout);
     assert_eq!(after.len(), 2, "one answer a command: {stdout}");
     let answer: serde_json::Value = serde_json::from_str(after[0]).expect("a JSON line");
     let limits = answer["limits"].as_array().expect("a limits array");

@@ -333,17 +333,21 @@ class TaopipeServer:
             self._fail(f"exited with status {self.proc.wait()}")
         return line
 
-    def frames(self, n: int) -> list[float]:
+    def _ask(self, command: str, key: str):
+        """Sends one `--serve` command; returns the `key` of its one-line JSON answer."""
         try:
-            self.proc.stdin.write(f"{n}\n")
+            self.proc.stdin.write(f"{command}\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
             self._fail(f"exited with status {self.proc.wait()}")
         line = self._next()
         try:
-            ms = json.loads(line)["ms"]
+            return json.loads(line)[key]
         except (json.JSONDecodeError, KeyError, TypeError):
-            self._fail(f"answered `{line}` instead of {{\"ms\": [...]}}")
+            self._fail(f"answered `{line}` instead of {{\"{key}\": [...]}}")
+
+    def frames(self, n: int) -> list[float]:
+        ms = self._ask(str(n), "ms")
         if len(ms) != n:
             self._fail(f"answered {len(ms)} times for {n} frames")
         return [float(m) for m in ms]
@@ -351,17 +355,9 @@ class TaopipeServer:
     def limits(self) -> list[dict]:
         """`limits`: the machine's FMA peak and bandwidth on one worker, then on this
         server's workers at once, measured now."""
-        try:
-            self.proc.stdin.write("limits\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            self._fail(f"exited with status {self.proc.wait()}")
-        line = self._next()
-        try:
-            limits = json.loads(line)["limits"]
-            assert all(l["fma_gflops"] > 0 and l["read_gbs"] > 0 for l in limits)
-        except (json.JSONDecodeError, KeyError, TypeError, AssertionError):
-            self._fail(f"answered `{line}` instead of {{\"limits\": [...]}}")
+        limits = self._ask("limits", "limits")
+        if not all(l.get("fma_gflops", 0) > 0 and l.get("read_gbs", 0) > 0 for l in limits):
+            self._fail(f"answered limits that are not all positive: {limits}")
         return limits
 
     def close(self):
