@@ -3,6 +3,7 @@
 //! ```text
 //! cargo bench -p taopipe-nets                      # everything
 //! cargo bench -p taopipe-nets -- conv/             # criterion: every conv layer, width 1 and 2
+//! cargo bench -p taopipe-nets -- pool/             # criterion: the max pools, every ISA path
 //! cargo bench -p taopipe-nets -- report            # the README tables (GFLOP/s, % of peak, GB/s)
 //! ```
 //!
@@ -15,6 +16,7 @@ use criterion::Criterion;
 
 mod conv;
 mod gang;
+mod pool;
 mod report;
 mod shapes;
 
@@ -25,6 +27,7 @@ fn main() {
         .measurement_time(std::time::Duration::from_millis(600))
         .configure_from_args();
     conv::bench(&mut c);
+    pool::bench(&mut c);
     c.final_summary();
     report::run_if_selected();
 }

@@ -1,7 +1,7 @@
 //! Named shape tables: the real conv layers of VGG16 and the distinct conv shapes of
 //! ResNet50 (torchvision v1.5: the stride sits on the 3×3 conv), batch 1, 224×224 input.
 
-use taopipe_nets::{Conv2dParams, Shape};
+use taopipe_nets::{Conv2dParams, PoolParams, Shape};
 
 /// A named conv layer.
 pub(crate) struct ConvLayer {
@@ -113,5 +113,46 @@ pub(crate) const FC: [FcLayer; 6] = [
         name: "alexnet.fc8",
         inputs: 4096,
         outputs: 1000,
+    },
+];
+
+/// A named pooling layer.
+pub(crate) struct PoolLayer {
+    pub(crate) name: &'static str,
+    pub(crate) params: PoolParams,
+    pub(crate) input: Shape,
+}
+
+/// The max pools of ResNet50 (3×3/2, padded), AlexNet (3×3/2) and VGG16 (2×2/2).
+pub(crate) const POOLS: [PoolLayer; 6] = [
+    PoolLayer {
+        name: "rn.maxpool",
+        params: PoolParams::max(3, 2, 1),
+        input: Shape::new(64, 112, 112),
+    },
+    PoolLayer {
+        name: "alexnet.pool1",
+        params: PoolParams::max(3, 2, 0),
+        input: Shape::new(64, 55, 55),
+    },
+    PoolLayer {
+        name: "alexnet.pool2",
+        params: PoolParams::max(3, 2, 0),
+        input: Shape::new(192, 27, 27),
+    },
+    PoolLayer {
+        name: "alexnet.pool5",
+        params: PoolParams::max(3, 2, 0),
+        input: Shape::new(256, 13, 13),
+    },
+    PoolLayer {
+        name: "vgg.pool1",
+        params: PoolParams::max(2, 2, 0),
+        input: Shape::new(64, 224, 224),
+    },
+    PoolLayer {
+        name: "vgg.pool3",
+        params: PoolParams::max(2, 2, 0),
+        input: Shape::new(256, 56, 56),
     },
 ];

@@ -224,6 +224,11 @@ impl Kernel for Pool2d {
                 self.kernels.max_2x2(plane, w, dst, ow);
                 continue;
             }
+            // ResNet50's and AlexNet's pools: the ISA's own kernel where it has one
+            // (`Kernels::max_3x3_s2`, docs at [`max_columns`]).
+            if max && (k, s) == (3, 2) && self.kernels.max_3x3_s2(plane, w, pad, dst, ow, column) {
+                continue;
+            }
             for oy in 0..oh {
                 let (y0, y1) = self.window(oy, h);
                 let inner = &mut column[pad..pad + w];
@@ -312,6 +317,19 @@ pub(crate) fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
 /// the reduction does not change a value (only, for a tie of `±0.0` or two NaNs, which of
 /// them is kept: the order, `j` ascending, is fixed by the shape, so that too is the same
 /// at every width). `phases` must hold `column.len()` floats.
+///
+/// AVX-512 runs 3×3/2 pools through a kernel of its own (`x86::max_3x3_s2_avx512`): the
+/// same operations in the same order on 16-float vectors with masked tails, each output's
+/// three columns picked by two-source permutes instead of this phase split. Against this
+/// route on the same CPU (`cargo bench -p taopipe-nets --bench bench_main -- pool/`, which
+/// times every path; 2-core AVX-512 Xeon VM), at width 1 ResNet50's pool streamed its
+/// input at 13.8 GiB/s against 11.3 on the AVX2 path, AlexNet's three at 10.8, 8.0 and 5.8
+/// against 7.8, 6.9 and 2.5. In frames (`frame --net N --profile`, three rounds taking
+/// turns with the build before) ResNet50's pool went from 0.43–0.46 to 0.36 ms at width 1
+/// and 0.21 to 0.17–0.19 at width 2, AlexNet's three summed from 0.21–0.22 to 0.14–0.15
+/// and 0.13–0.14 to 0.09–0.11. ResNet50's stays above ORT's 0.16 ms at width 1: at 3.2 MB
+/// its input no longer fits L2, and the kernel reads it at about the one-core read
+/// bandwidth.
 fn max_columns(column: &[f32], k: usize, s: usize, phases: &mut [f32], dst: &mut [f32]) {
     let Some(last) = dst.len().checked_sub(1) else {
         return;

@@ -150,22 +150,28 @@ fn bit_identical_for_every_width() {
     }
 }
 
-/// Every ISA path's 2×2/2 max pool (compiled with that path's target features) gives the
-/// portable path's bits: NaN payloads, ±∞ and ties of `0.0` with `−0.0` included, on odd
-/// sizes and on planes long enough for the vector loops.
+/// Every ISA path's max pools of their own (2×2/2 compiled with the path's target
+/// features, AVX-512's 3×3/2) give the portable path's bits: NaN payloads, ±∞ and ties of
+/// `0.0` with `−0.0` included, on odd sizes, on planes long enough for the vector loops,
+/// and on ResNet50's and AlexNet's pools (112 → 56 padded, 55 → 27 and 13 → 6 not).
 #[test]
 fn every_isa_pools_the_portable_bits() {
-    let p = PoolParams::max(2, 2, 0);
     let payload = f32::from_bits(0x7fc0_1234);
-    for (i, input) in [
-        Shape::new(3, 5, 7),
-        Shape::new(2, 8, 9),
-        Shape::new(4, 34, 66),
-        Shape::new(1, 224, 224),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    let cases = [
+        (PoolParams::max(2, 2, 0), Shape::new(3, 5, 7)),
+        (PoolParams::max(2, 2, 0), Shape::new(2, 8, 9)),
+        (PoolParams::max(2, 2, 0), Shape::new(4, 34, 66)),
+        (PoolParams::max(2, 2, 0), Shape::new(1, 224, 224)),
+        (PoolParams::max(3, 2, 1), Shape::new(2, 112, 112)),
+        (PoolParams::max(3, 2, 0), Shape::new(3, 55, 55)),
+        (PoolParams::max(3, 2, 0), Shape::new(2, 13, 13)),
+        (PoolParams::max(3, 2, 1), Shape::new(3, 1, 1)),
+        (PoolParams::max(3, 2, 1), Shape::new(2, 2, 33)),
+        (PoolParams::max(3, 2, 0), Shape::new(2, 4, 34)),
+        (PoolParams::max(3, 2, 1), Shape::new(1, 17, 64)),
+        (PoolParams::max(3, 2, 0), Shape::new(1, 3, 3)),
+    ];
+    for (i, (p, input)) in cases.into_iter().enumerate() {
         let mut x = random_vec(input.len(), i as u64);
         sprinkle_specials(&mut x, 5, i as u64);
         for (j, v) in x.iter_mut().enumerate().filter(|(j, _)| j % 7 == 3) {
@@ -180,7 +186,7 @@ fn every_isa_pools_the_portable_bits() {
         };
         let want = run(Isa::Portable);
         for isa in Isa::available() {
-            assert_eq!(run(isa), want, "{input} on {isa}");
+            assert_eq!(run(isa), want, "{p:?} on {input} on {isa}");
         }
     }
 }

@@ -303,6 +303,14 @@ pub(crate) type WinogradOutputFn = unsafe fn(
 /// The CPU runs the kernel's ISA.
 pub(crate) type MaxPool2x2Fn = unsafe fn(&[f32], usize, &mut [f32], usize);
 
+/// The 3×3 stride-2 max pool of one plane, `(plane, w, pad, dst, ow, column)`: `plane`
+/// holds whole rows `w` wide, `dst` whole output rows `ow` wide, and `column` at least
+/// `w + 2·pad` floats of scratch. Its bits are [`crate::pool`]'s separable route's.
+///
+/// # Safety
+/// The CPU runs the kernel's ISA; the slices are as [`Kernels::max_3x3_s2`] checks.
+pub(crate) type MaxPool3x3Fn = unsafe fn(&[f32], usize, usize, &mut [f32], usize, &mut [f32]);
+
 /// Arguments of one micro-kernel call (see [`GemmFn`]).
 #[derive(Debug)]
 pub(crate) struct RawTile {
@@ -394,6 +402,8 @@ pub struct Kernels {
     pub(crate) winograd_input: WinogradInputFn,
     pub(crate) winograd_output: WinogradOutputFn,
     pub(crate) max_2x2: MaxPool2x2Fn,
+    /// The 3×3 stride-2 max pool, where the ISA has one of its own.
+    pub(crate) max_3x3_s2: Option<MaxPool3x3Fn>,
 }
 
 /// The last-`kc`-block epilogue, applied in registers before the store: per row
@@ -762,6 +772,45 @@ impl Kernels {
     pub(crate) fn max_2x2(&self, plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
         // SAFETY: as `winograd_input`.
         unsafe { (self.max_2x2)(plane, w, dst, ow) }
+    }
+
+    /// The 3×3 stride-2 max pool of an `h × w` plane with padding `pad` into `dst`
+    /// (`oh × ow`, as [`crate::PoolParams::out_shape`] gives them), through this ISA's own
+    /// kernel; `false`, with nothing written, where it has none. `column` is scratch.
+    ///
+    /// # Panics
+    /// On sizes that do not match (caller bugs).
+    pub(crate) fn max_3x3_s2(
+        &self,
+        plane: &[f32],
+        w: usize,
+        pad: usize,
+        dst: &mut [f32],
+        ow: usize,
+        column: &mut [f32],
+    ) -> bool {
+        let Some(f) = self.max_3x3_s2 else {
+            return false;
+        };
+        let (h, oh) = (plane.len() / w, dst.len() / ow);
+        assert!(
+            plane.len() == h * w && dst.len() == oh * ow && pad <= 1,
+            "plane {} not rows of {w}, or output {} not rows of {ow}, or padding {pad}",
+            plane.len(),
+            dst.len()
+        );
+        assert!(
+            oh >= 1
+                && ow >= 1
+                && 2 * (oh - 1) + 3 <= h + 2 * pad
+                && 2 * (ow - 1) + 3 <= w + 2 * pad
+                && column.len() >= w + 2 * pad,
+            "{oh}×{ow} outputs of 3×3/2 windows do not fit {h}×{w} with padding {pad}, or the column ({}) is short",
+            column.len()
+        );
+        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the sizes are checked.
+        unsafe { f(plane, w, pad, dst, ow, column) };
+        true
     }
 
     /// Runs `iters` rounds of the FMA-throughput probe; returns the floating-point

@@ -68,7 +68,8 @@ pub(super) unsafe fn interleave(xs: &[f32], m: usize, n: usize, row: &mut [f32])
 isa_kernels!(
     mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
     zero = zero, load = vld1q_f32, store = vst1q_f32, set1 = vdupq_n_f32,
-    fma = fma, add = vaddq_f32, max = max, prefetch = prefetch, interleave = interleave
+    fma = fma, add = vaddq_f32, max = max, prefetch = prefetch, interleave = interleave,
+    max_3x3_s2 = None
 );
 
 pub(super) static NEON: Kernels = table!(Isa::Neon, neon, 8, 3);

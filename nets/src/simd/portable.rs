@@ -28,6 +28,7 @@ pub(super) static PORTABLE: Kernels = Kernels {
     winograd_input,
     winograd_output,
     max_2x2,
+    max_3x3_s2: None,
 };
 
 /// # Safety

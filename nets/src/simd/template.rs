@@ -46,17 +46,22 @@ pub(crate) const PREFETCH_AHEAD: usize = 1024;
 ///
 /// `$interleave(xs, m, n, row)` is [`crate::conv::winograd::interleave_from`] from tile 0
 /// with the ISA's shuffles, an `unsafe` function of the ISA's target features.
+///
+/// `$max3` is the ISA's 3×3 stride-2 max pool of a plane, if it has one
+/// ([`super::Kernels::max_3x3_s2`]).
 macro_rules! isa_kernels {
     (
         mod $m:ident, feature = $feat:literal, $v:ty, lanes = $lanes:literal, chains = $chains:literal,
         zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
         fma = $fma:ident, add = $add:ident, max = $max:ident, prefetch = $prefetch:ident,
-        interleave = $interleave:ident
+        interleave = $interleave:ident, max_3x3_s2 = $max3:expr
     ) => {
         pub(super) mod $m {
             use super::*;
 
             pub(crate) const LANES: usize = $lanes;
+
+            pub(crate) const MAX_3X3_S2: Option<$crate::simd::MaxPool3x3Fn> = $max3;
 
             /// The GEMM micro-kernel: full `MR`-row panels, then the remainder rows with
             /// a kernel of exactly that many rows (no wasted FMAs, no copies). It computes
@@ -548,6 +553,7 @@ macro_rules! table {
             winograd_input: $m::winograd_input,
             winograd_output: $m::winograd_output,
             max_2x2: $m::max_2x2,
+            max_3x3_s2: $m::MAX_3X3_S2,
         }
     };
 }

@@ -119,18 +119,85 @@ pub(crate) unsafe fn interleave_avx512(xs: &[f32], m: usize, n: usize, row: &mut
     });
 }
 
+/// The AVX-512 3×3 stride-2 max pool of one plane ([`super::MaxPool3x3Fn`], whose
+/// contract the caller keeps): the separable route of [`crate::pool`] with every loop on
+/// 16-float vectors and masked tails, and each output's three columns picked from the row
+/// of column maxima by two-source permutes (even and odd floats of 32) instead of a split
+/// into phases. The operations and their order are [`crate::pool::max_columns`]' (rows
+/// first, then `max(max(c₀, c₁), c₂)`), with [`crate::activation::max_nan`] as `max_ps`
+/// and a blend of a NaN first operand, so the bits are the portable path's.
+///
+/// # Safety
+/// The CPU has AVX-512F; the slices are as [`super::Kernels::max_3x3_s2`] checks.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn max_3x3_s2_avx512(
+    plane: &[f32],
+    w: usize,
+    pad: usize,
+    dst: &mut [f32],
+    ow: usize,
+    column: &mut [f32],
+) {
+    let (h, oh) = (plane.len() / w, dst.len() / ow);
+    let cols = w + 2 * pad;
+    // Lanes `i < n` of a 16-float vector (all of them from 16 on).
+    let lanes = |n: usize| -> __mmask16 { if n >= 16 { !0 } else { (1u16 << n) - 1 } };
+    // `max_nan(a, b)`: `a > b ? a : b` is `max_ps(a, b)`, then a NaN `a` is kept.
+    let max = |a: __m512, b: __m512| {
+        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a);
+        _mm512_mask_blend_ps(nan, _mm512_max_ps(a, b), a)
+    };
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    let (c, x) = (column.as_mut_ptr(), plane.as_ptr());
+    // SAFETY: `Kernels::max_3x3_s2` checked `plane` (`h·w`), `dst` (`oh·ow`) and `column`
+    // (`w + 2·pad` floats), and that `ow` outputs of 3 columns at stride 2 fit the padded
+    // row: every unmasked lane below reads or writes inside them.
+    unsafe {
+        for i in (0..pad).chain(pad + w..cols) {
+            *c.add(i) = f32::NEG_INFINITY;
+        }
+        for oy in 0..oh {
+            let y0 = (2 * oy).saturating_sub(pad);
+            let y1 = (2 * oy + 3).saturating_sub(pad).min(h);
+            for x0 in (0..w).step_by(16) {
+                let m = lanes(w - x0);
+                let row = |y: usize| _mm512_maskz_loadu_ps(m, x.add(y * w + x0));
+                let mut v = row(y0);
+                for y in y0 + 1..y1 {
+                    v = max(v, row(y));
+                }
+                _mm512_mask_storeu_ps(c.add(pad + x0), m, v);
+            }
+            let d = dst.as_mut_ptr().add(oy * ow);
+            for o0 in (0..ow).step_by(16) {
+                let at = |from: usize| {
+                    let i = 2 * o0 + from;
+                    _mm512_maskz_loadu_ps(lanes(cols.saturating_sub(i)), c.add(i))
+                };
+                let (a, b, a2, b2) = (at(0), at(16), at(2), at(18));
+                let first = _mm512_permutex2var_ps(a, even, b);
+                let second = _mm512_permutex2var_ps(a, odd, b);
+                let third = _mm512_permutex2var_ps(a2, even, b2);
+                _mm512_mask_storeu_ps(d.add(o0), lanes(ow - o0), max(max(first, second), third));
+            }
+        }
+    }
+}
+
 isa_kernels!(
     mod avx2, feature = "avx2,fma", __m256, lanes = 8, chains = 12,
     zero = _mm256_setzero_ps, load = _mm256_loadu_ps, store = _mm256_storeu_ps,
     set1 = _mm256_set1_ps, fma = _mm256_fmadd_ps, add = _mm256_add_ps, max = _mm256_max_ps,
-    prefetch = prefetch, interleave = interleave_avx2
+    prefetch = prefetch, interleave = interleave_avx2, max_3x3_s2 = None
 );
 
 isa_kernels!(
     mod avx512, feature = "avx512f,fma", __m512, lanes = 16, chains = 24,
     zero = _mm512_setzero_ps, load = _mm512_loadu_ps, store = _mm512_storeu_ps,
     set1 = _mm512_set1_ps, fma = _mm512_fmadd_ps, add = _mm512_add_ps, max = _mm512_max_ps,
-    prefetch = prefetch, interleave = interleave_avx512
+    prefetch = prefetch, interleave = interleave_avx512,
+    max_3x3_s2 = Some(max_3x3_s2_avx512)
 );
 
 pub(super) static AVX2: Kernels = table!(Isa::Avx2, avx2, 6, 2);
