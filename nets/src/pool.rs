@@ -324,12 +324,14 @@ pub(crate) fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
 /// route on the same CPU (`cargo bench -p taopipe-nets --bench bench_main -- pool/`, which
 /// times every path; 2-core AVX-512 Xeon VM), at width 1 ResNet50's pool streamed its
 /// input at 13.8 GiB/s against 11.3 on the AVX2 path, AlexNet's three at 10.8, 8.0 and 5.8
-/// against 7.8, 6.9 and 2.5. In frames (`frame --net N --profile`, three rounds taking
-/// turns with the build before) ResNet50's pool went from 0.43–0.46 to 0.36 ms at width 1
-/// and 0.21 to 0.17–0.19 at width 2, AlexNet's three summed from 0.21–0.22 to 0.14–0.15
-/// and 0.13–0.14 to 0.09–0.11. ResNet50's stays above ORT's 0.16 ms at width 1: at 3.2 MB
-/// its input no longer fits L2, and the kernel reads it at about the one-core read
-/// bandwidth.
+/// against 7.8, 6.9 and 2.5. In frames (`frame --net N --profile`, rounds taking turns
+/// with the build before) ResNet50's pool went from 0.43–0.48 to 0.34–0.36 ms at width 1
+/// and 0.20–0.22 to 0.16–0.17 at width 2 (five rounds), AlexNet's three summed from
+/// 0.21–0.22 to 0.14–0.15 and 0.13–0.14 to 0.09–0.11 (three). An earlier AVX-512 version
+/// measured ResNet50's pool level and was not kept (README, "What falls short of issue
+/// 9"); this one's gain there held in every round. ResNet50's stays above
+/// ORT's 0.16 ms at width 1: at 3.2 MB its input no longer fits L2, and the kernel reads
+/// it at about the one-core read bandwidth.
 fn max_columns(column: &[f32], k: usize, s: usize, phases: &mut [f32], dst: &mut [f32]) {
     let Some(last) = dst.len().checked_sub(1) else {
         return;
