@@ -14,10 +14,15 @@ use crate::shapes::{self, ConvLayer};
 /// A conv for `layer` with deterministic pseudo-random weights, and an input.
 pub(crate) fn build(layer: &ConvLayer) -> (Conv2d, Vec<f32>) {
     let p = layer.params;
-    let val = |i: usize| ((i.wrapping_mul(2_654_435_761) >> 7) % 2001) as f32 / 1000.0 - 1.0;
-    let w: Vec<f32> = (0..p.weight_len()).map(|i| val(i) * 0.05).collect();
-    let b: Vec<f32> = (0..p.out_channels).map(|i| val(i + 7) * 0.1).collect();
-    let x: Vec<f32> = (0..layer.input.len()).map(|i| val(i + 13)).collect();
+    let w: Vec<f32> = (0..p.weight_len())
+        .map(|i| shapes::value(i) * 0.05)
+        .collect();
+    let b: Vec<f32> = (0..p.out_channels)
+        .map(|i| shapes::value(i + 7) * 0.1)
+        .collect();
+    let x: Vec<f32> = (0..layer.input.len())
+        .map(|i| shapes::value(i + 13))
+        .collect();
     (
         Conv2d::new(p, layer.input, w, Some(b)).expect("table shapes are valid"),
         x,

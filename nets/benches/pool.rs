@@ -10,15 +10,13 @@ use taopipe_nets::{Isa, Kernel, Pool2d};
 use taopipe_runtime::Runtime;
 
 use crate::gang::Gang;
-use crate::shapes::POOLS;
+use crate::shapes::{self, POOLS};
 
 pub(crate) fn bench(c: &mut Criterion) {
     let rt = Runtime::builder().workers(2).build().expect("runtime");
     let mut g = c.benchmark_group("pool");
     for layer in &POOLS {
-        let x: Vec<f32> = (0..layer.input.len())
-            .map(|i| ((i.wrapping_mul(2_654_435_761) >> 7) % 2001) as f32 / 1000.0 - 1.0)
-            .collect();
+        let x: Vec<f32> = (0..layer.input.len()).map(shapes::value).collect();
         g.throughput(Throughput::Bytes(4 * layer.input.len() as u64));
         for isa in Isa::available() {
             let pool = Pool2d::new(layer.params, layer.input)

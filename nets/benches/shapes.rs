@@ -3,6 +3,12 @@
 
 use taopipe_nets::{Conv2dParams, PoolParams, Shape};
 
+/// A deterministic pseudo-random value in `[-1, 1]` for index `i`: the benches' weights
+/// and inputs.
+pub(crate) fn value(i: usize) -> f32 {
+    ((i.wrapping_mul(2_654_435_761) >> 7) % 2001) as f32 / 1000.0 - 1.0
+}
+
 /// A named conv layer.
 pub(crate) struct ConvLayer {
     pub(crate) name: &'static str,
