@@ -1,4 +1,5 @@
-//! Criterion group `conv/`: every VGG16 conv layer and every distinct ResNet50 conv shape,
+//! Criterion group `conv/`: every VGG16 and AlexNet conv layer and every distinct ResNet50
+//! conv shape,
 //! at gang width 1 and 2 on the taopipe runtime, with the algorithm `ConvAlgo::choose`
 //! picks.
 
@@ -32,7 +33,7 @@ pub(crate) fn build(layer: &ConvLayer) -> (Conv2d, Vec<f32>) {
 pub(crate) fn bench(c: &mut Criterion) {
     let rt = Runtime::builder().workers(2).build().expect("runtime");
     let mut g = c.benchmark_group("conv");
-    for layer in shapes::all() {
+    for layer in shapes::all().chain(&shapes::ALEXNET) {
         let (conv, x) = build(layer);
         g.throughput(Throughput::Elements(conv.flops()));
         let conv: Arc<dyn Kernel> = Arc::new(conv);

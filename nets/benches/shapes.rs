@@ -76,7 +76,16 @@ pub(crate) const RESNET50: [ConvLayer; 23] = [
     layer("rn.l4.c3", 512, 2048, 1, 1, 0, 7),
 ];
 
-/// Every conv layer of both tables.
+/// The 5 conv layers of AlexNet (torchvision's, ReLU after each).
+pub(crate) const ALEXNET: [ConvLayer; 5] = [
+    layer("ax.conv1", 3, 64, 11, 4, 2, 224),
+    layer("ax.conv2", 64, 192, 5, 1, 2, 27),
+    layer("ax.conv3", 192, 384, 3, 1, 1, 13),
+    layer("ax.conv4", 384, 256, 3, 1, 1, 13),
+    layer("ax.conv5", 256, 256, 3, 1, 1, 13),
+];
+
+/// Every conv layer of the VGG16 and ResNet50 tables (the report's layers).
 pub(crate) fn all() -> impl Iterator<Item = &'static ConvLayer> {
     VGG16.iter().chain(RESNET50.iter())
 }

@@ -165,7 +165,7 @@ pub fn gemm(
     // summed from 48.8–49.6 to 46.9–47.9 ms at width 1 and 27.7–28.5 to 27.4–27.7 at
     // width 2.
     let tail = cols % nr;
-    let joined = tail > 0 && tail <= kernels.extra_cols() && panels >= 2;
+    let joined = joins_tail(kernels, cols);
     let passes = if joined { panels - 1 } else { panels };
     let mut k0 = 0;
     while k0 < kdim {
@@ -214,6 +214,14 @@ pub fn gemm(
         }
         k0 += kcb;
     }
+}
+
+/// Whether [`gemm`] computes the last, short column panel of a block `cols` wide in one
+/// pass with the panel before it (`Kernels::gemm_extra`). That kernel reads only the
+/// short panel's first `cols mod NR` columns, so a pack may leave the rest unwritten.
+pub(crate) fn joins_tail(kernels: &Kernels, cols: usize) -> bool {
+    let (nr, tail) = (kernels.nr, cols % kernels.nr);
+    tail > 0 && tail <= kernels.extra_cols() && cols > nr
 }
 
 /// Reductions up to this long are bound by their stores: a tile computes in a few

@@ -71,7 +71,13 @@ impl Scratch {
             self.buf.resize(len + ALIGN_FLOATS, 0.0);
         }
         let off = self.buf.as_ptr().align_offset(64).min(ALIGN_FLOATS);
-        &mut self.buf[off..off + len]
+        let taken = &mut self.buf[off..off + len];
+        // Unit tests hand out NaN: a kernel that read scratch it had not written (a pad it
+        // skipped) would then fail them instead of reading stale zeros.
+        if cfg!(test) {
+            taken.fill(f32::NAN);
+        }
+        taken
     }
 
     /// Floats currently held.
@@ -341,7 +347,12 @@ impl Workspace {
     ) -> &[SharedSlice<f32>; 2] {
         let pair = cell.get_or_init(|| {
             let n = len.max(planned);
-            [SharedSlice::zeroed(n), SharedSlice::zeroed(n)]
+            // NaN in unit tests, as in `Scratch::take`.
+            let fresh = || match cfg!(test) {
+                true => SharedSlice::new(vec![f32::NAN; n]),
+                false => SharedSlice::zeroed(n),
+            };
+            [fresh(), fresh()]
         });
         assert!(
             pair[0].len() >= len,

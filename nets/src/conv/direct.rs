@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use super::{Conv2dParams, Engine};
 use crate::cache::Blocking;
-use crate::gemm::{BlockEpilogue, PackedA, STORE_BOUND_K, gemm, packed_b_len};
+use crate::gemm::{BlockEpilogue, PackedA, STORE_BOUND_K, gemm, joins_tail, packed_b_len};
 use crate::simd::{Isa, Kernels, MatMut, copy_runs, zero_runs};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, split_range};
@@ -198,13 +198,23 @@ impl Direct {
     }
 
     /// Packs the pixels `cols` (starting on a panel) into `out`; `work` holds
-    /// [`Engine::pack_work_len`] floats.
-    fn pack_columns(&self, x: &[f32], cols: Range<usize>, out: &mut [f32], work: &mut [f32]) {
+    /// [`Engine::pack_work_len`] floats. A short last panel is zero-padded to `NR`
+    /// columns where `pad` is set: the GEMM reads the padding, except where it joins that
+    /// panel to the one before ([`joins_tail`]). Skipping it there spares ResNet50's 7×7
+    /// layers most of a second panel's writes (47 zero columns of every row for 1 pixel).
+    fn pack_columns(
+        &self,
+        x: &[f32],
+        cols: Range<usize>,
+        out: &mut [f32],
+        work: &mut [f32],
+        pad: bool,
+    ) {
         if cols.is_empty() {
             return;
         }
         if self.is_pointwise() {
-            self.pack_pointwise(x, cols, out);
+            self.pack_pointwise(x, cols, out, pad);
             return;
         }
         let windowed = self.is_windowed().then(|| {
@@ -217,7 +227,7 @@ impl Direct {
         for (pi, j0) in cols.clone().step_by(nr).enumerate() {
             let panel = &mut out[pi * kdim * nr..(pi + 1) * kdim * nr];
             let width = nr.min(cols.end - j0);
-            if width < nr {
+            if width < nr && pad {
                 for row in panel.chunks_exact_mut(nr) {
                     row[width..].fill(0.0);
                 }
@@ -246,7 +256,7 @@ impl Direct {
     /// taking turns with the build before); ResNet50's 1×1 stride-1 convs summed a frame
     /// went from 22.8–23.8 to 22.7–23.6 ms at width 1 and 12.8–13.6 to 12.6–13.2 at width
     /// 2 (`frame --net resnet50 --profile`, eight rounds each, 2-core AVX-512 Xeon VM).
-    fn pack_pointwise(&self, x: &[f32], cols: Range<usize>, out: &mut [f32]) {
+    fn pack_pointwise(&self, x: &[f32], cols: Range<usize>, out: &mut [f32], pad: bool) {
         let (nr, kdim, plane) = (self.nr, self.kdim, self.input.plane());
         let full = cols.len() / nr;
         let panel = kdim * nr;
@@ -259,7 +269,9 @@ impl Direct {
             let last = &mut out[full * panel..(full + 1) * panel];
             let j0 = cols.start + full * nr;
             copy_runs(last, nr, &x[j0..], plane, kdim, width, 1);
-            zero_runs(&mut last[width..], nr, kdim, nr - width);
+            if pad {
+                zero_runs(&mut last[width..], nr, kdim, nr - width);
+            }
         }
     }
 
@@ -476,7 +488,7 @@ impl Engine for Direct {
 
     fn pack_part(
         &self,
-        _: &Kernels,
+        kernels: &Kernels,
         x: &[f32],
         block: usize,
         units: Range<usize>,
@@ -486,7 +498,8 @@ impl Engine for Direct {
         let pixels = self.block_pixels(block);
         let first = pixels.start + units.start * self.nr;
         let cols = first..(pixels.start + units.end * self.nr).min(pixels.end);
-        self.pack_columns(x, cols, out.row_mut(0), work);
+        let pad = !joins_tail(kernels, pixels.len());
+        self.pack_columns(x, cols, out.row_mut(0), work, pad);
     }
 
     fn compute(

@@ -54,7 +54,10 @@ pub(crate) fn copy_runs(
 /// copied in 4-float chunks, the last one overlapping the one before, and stride 2 (the
 /// im2col of every stride-2 conv) picks the even floats of 8 loaded at once instead of
 /// gathering float by float. Before, `perf` put this loop and those calls at about 10% of
-/// a ResNet50 frame on 1 worker (7% here, 2.4% `memset`, 1.4% `memcpy`).
+/// a ResNet50 frame on 1 worker (7% here, 2.4% `memset`, 1.4% `memcpy`). Runs of 1 to 3
+/// floats (a padded column of a 7×7 plane's 3×3 taps, one run per input channel) are
+/// single moves too: by `memset` they cost 5% of ResNet50's 7×7 3×3 conv at width 2
+/// (`perf record` on `cargo bench -p taopipe-nets --bench bench_main -- conv/w2/rn.l4.c2$`).
 ///
 /// # Safety
 /// Run `i < runs` may read `s[i·src_step + j·sx]` and write `d[i·dst_step + j]` for
@@ -71,6 +74,9 @@ pub(super) unsafe fn raw_runs(
     // SAFETY: every arm reads and writes the runs the caller's contract allows.
     unsafe {
         match (len, sx) {
+            (1, 1) => fixed::<1>(d, dst_step, s, src_step, runs),
+            (2, 1) => fixed::<2>(d, dst_step, s, src_step, runs),
+            (3, 1) => fixed::<3>(d, dst_step, s, src_step, runs),
             (8, 1) => fixed::<8>(d, dst_step, s, src_step, runs),
             (12, 1) => fixed::<12>(d, dst_step, s, src_step, runs),
             (16, 1) => fixed::<16>(d, dst_step, s, src_step, runs),
@@ -203,17 +209,34 @@ pub(crate) fn zero_runs(dst: &mut [f32], step: usize, runs: usize, len: usize) {
         "{runs} runs of {len} at step {step} overrun a destination of {}",
         dst.len()
     );
-    if (4..=SHORT).contains(&len) {
-        // SAFETY: run `i` is `dst[i·step..i·step + len]`, inside `dst` by the assert.
-        unsafe {
-            for i in 0..runs {
-                chunks::zero(dst.as_mut_ptr().add(i * step), len);
+    let d = dst.as_mut_ptr();
+    // SAFETY: run `i` is `dst[i·step..i·step + len]`, inside `dst` by the assert.
+    unsafe {
+        match len {
+            1 => zero_fixed::<1>(d, step, runs),
+            2 => zero_fixed::<2>(d, step, runs),
+            3 => zero_fixed::<3>(d, step, runs),
+            4..=SHORT => {
+                for i in 0..runs {
+                    chunks::zero(d.add(i * step), len);
+                }
+            }
+            _ => {
+                for i in 0..runs {
+                    std::ptr::write_bytes(d.add(i * step), 0, len);
+                }
             }
         }
-        return;
     }
+}
+
+/// # Safety
+/// `runs` runs of `L` floats at `step` lie inside the buffer at `d`.
+#[inline(always)]
+unsafe fn zero_fixed<const L: usize>(d: *mut f32, step: usize, runs: usize) {
     for i in 0..runs {
-        dst[i * step..i * step + len].fill(0.0);
+        // SAFETY: the caller's bounds; `[f32; L]` has align 4 like the floats.
+        unsafe { std::ptr::write_unaligned(d.add(i * step).cast::<[f32; L]>(), [0.0; L]) };
     }
 }
 
@@ -262,9 +285,20 @@ mod tests {
                 assert_eq!(got, want, "len {len} sx {sx} runs {runs}");
             }
         }
-        let mut z = vec![1.0; 20];
-        zero_runs(&mut z, 7, 3, 2);
-        assert_eq!(z.iter().filter(|&&v| v == 0.0).count(), 6);
+        for len in (1..=20).chain([63, 64, 65]) {
+            for runs in [0, 1, 3] {
+                let step = 70;
+                let mut z = vec![1.0; 220];
+                zero_runs(&mut z, step, runs, len);
+                let zeroed = |i: usize| i / step < runs && i % step < len;
+                assert!(
+                    z.iter()
+                        .enumerate()
+                        .all(|(i, &v)| v == if zeroed(i) { 0.0 } else { 1.0 }),
+                    "zero len {len} runs {runs}"
+                );
+            }
+        }
     }
 
     /// Sources exactly as long as the runs need, each its own allocation: a chunk that
