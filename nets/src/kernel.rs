@@ -348,9 +348,12 @@ impl Workspace {
         let pair = cell.get_or_init(|| {
             let n = len.max(planned);
             // NaN in unit tests, as in `Scratch::take`.
-            let fresh = || match cfg!(test) {
-                true => SharedSlice::new(vec![f32::NAN; n]),
-                false => SharedSlice::zeroed(n),
+            let fresh = || {
+                if cfg!(test) {
+                    SharedSlice::new(vec![f32::NAN; n])
+                } else {
+                    SharedSlice::zeroed(n)
+                }
             };
             [fresh(), fresh()]
         });

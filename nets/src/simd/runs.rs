@@ -56,8 +56,9 @@ pub(crate) fn copy_runs(
 /// gathering float by float. Before, `perf` put this loop and those calls at about 10% of
 /// a ResNet50 frame on 1 worker (7% here, 2.4% `memset`, 1.4% `memcpy`). Runs of 1 to 3
 /// floats (a padded column of a 7×7 plane's 3×3 taps, one run per input channel) are
-/// single moves too: by `memset` they cost 5% of ResNet50's 7×7 3×3 conv at width 2
-/// (`perf record` on `cargo bench -p taopipe-nets --bench bench_main -- conv/w2/rn.l4.c2$`).
+/// single moves too: by `memset` and `memcpy` they cost about 7% of ResNet50's 7×7 3×3
+/// conv at width 2 (`perf record` on `cargo bench -p taopipe-nets --bench bench_main --
+/// conv/w2/rn.l4.c2$`).
 ///
 /// # Safety
 /// Run `i < runs` may read `s[i·src_step + j·sx]` and write `d[i·dst_step + j]` for
@@ -209,6 +210,12 @@ pub(crate) fn zero_runs(dst: &mut [f32], step: usize, runs: usize, len: usize) {
         "{runs} runs of {len} at step {step} overrun a destination of {}",
         dst.len()
     );
+    if len > SHORT {
+        for i in 0..runs {
+            dst[i * step..i * step + len].fill(0.0);
+        }
+        return;
+    }
     let d = dst.as_mut_ptr();
     // SAFETY: run `i` is `dst[i·step..i·step + len]`, inside `dst` by the assert.
     unsafe {
@@ -216,14 +223,9 @@ pub(crate) fn zero_runs(dst: &mut [f32], step: usize, runs: usize, len: usize) {
             1 => zero_fixed::<1>(d, step, runs),
             2 => zero_fixed::<2>(d, step, runs),
             3 => zero_fixed::<3>(d, step, runs),
-            4..=SHORT => {
-                for i in 0..runs {
-                    chunks::zero(d.add(i * step), len);
-                }
-            }
             _ => {
                 for i in 0..runs {
-                    std::ptr::write_bytes(d.add(i * step), 0, len);
+                    chunks::zero(d.add(i * step), len);
                 }
             }
         }
