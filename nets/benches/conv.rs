@@ -1,7 +1,6 @@
 //! Criterion group `conv/`: every VGG16 and AlexNet conv layer and every distinct ResNet50
-//! conv shape,
-//! at gang width 1 and 2 on the taopipe runtime, with the algorithm `ConvAlgo::choose`
-//! picks.
+//! conv shape, at gang width 1 and 2 on the taopipe runtime, with the algorithm
+//! `ConvAlgo::choose` picks.
 
 use std::sync::Arc;
 

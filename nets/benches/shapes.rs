@@ -1,5 +1,7 @@
-//! Named shape tables: the real conv layers of VGG16 and the distinct conv shapes of
-//! ResNet50 (torchvision v1.5: the stride sits on the 3×3 conv), batch 1, 224×224 input.
+//! Named shape tables, batch 1, 224×224 input: the conv layers of VGG16 and AlexNet and
+//! the distinct conv shapes of ResNet50 (torchvision v1.5: the stride sits on the 3×3
+//! conv), the FC layers of VGG16 and AlexNet, and the max pools of all three; and the
+//! benches' pseudo-random values.
 
 use taopipe_nets::{Conv2dParams, PoolParams, Shape};
 
@@ -138,36 +140,28 @@ pub(crate) struct PoolLayer {
     pub(crate) input: Shape,
 }
 
+/// A max pool of `k × k` windows at stride `s`, padding `pad`, over `c` planes of `hw × hw`.
+const fn pool(
+    name: &'static str,
+    k: usize,
+    s: usize,
+    pad: usize,
+    c: usize,
+    hw: usize,
+) -> PoolLayer {
+    PoolLayer {
+        name,
+        params: PoolParams::max(k, s, pad),
+        input: Shape::new(c, hw, hw),
+    }
+}
+
 /// The max pools of ResNet50 (3×3/2, padded), AlexNet (3×3/2) and VGG16 (2×2/2).
 pub(crate) const POOLS: [PoolLayer; 6] = [
-    PoolLayer {
-        name: "rn.maxpool",
-        params: PoolParams::max(3, 2, 1),
-        input: Shape::new(64, 112, 112),
-    },
-    PoolLayer {
-        name: "alexnet.pool1",
-        params: PoolParams::max(3, 2, 0),
-        input: Shape::new(64, 55, 55),
-    },
-    PoolLayer {
-        name: "alexnet.pool2",
-        params: PoolParams::max(3, 2, 0),
-        input: Shape::new(192, 27, 27),
-    },
-    PoolLayer {
-        name: "alexnet.pool5",
-        params: PoolParams::max(3, 2, 0),
-        input: Shape::new(256, 13, 13),
-    },
-    PoolLayer {
-        name: "vgg.pool1",
-        params: PoolParams::max(2, 2, 0),
-        input: Shape::new(64, 224, 224),
-    },
-    PoolLayer {
-        name: "vgg.pool3",
-        params: PoolParams::max(2, 2, 0),
-        input: Shape::new(256, 56, 56),
-    },
+    pool("rn.maxpool", 3, 2, 1, 64, 112),
+    pool("alexnet.pool1", 3, 2, 0, 64, 55),
+    pool("alexnet.pool2", 3, 2, 0, 192, 27),
+    pool("alexnet.pool5", 3, 2, 0, 256, 13),
+    pool("vgg.pool1", 2, 2, 0, 64, 224),
+    pool("vgg.pool3", 2, 2, 0, 256, 56),
 ];
