@@ -286,7 +286,11 @@ impl WorkspaceLen {
 /// pair (a convolution packs an input block into one while the other is still being read)
 /// and a *products* pair (Winograd's GEMM products, read by its output transform one phase
 /// later). It lives with a frame's buffers, so a pooled frame allocates it once, and only
-/// if a gang runs the shared schedule: a frame run at width 1 never does.
+/// if a gang runs the shared schedule: a frame run at width 1 never does. A pipeline's
+/// reservation allocates it up front where a stage is wider than one worker
+/// ([`Workspace::allocate`]): allocated by the first gang, mid-layer, its tens of megabytes
+/// of fresh pages held both ranks up, and such a frame of VGG16 at width 2 took 110–130 ms
+/// instead of 70.
 #[derive(Debug, Default)]
 pub struct Workspace {
     /// What the layers sharing it asked for at build: each pair is allocated this long.
@@ -363,6 +367,27 @@ impl Workspace {
             pair[0].len()
         );
         pair
+    }
+
+    /// Allocates both pairs now, at their planned lengths (those planned empty stay
+    /// unallocated): what [`Model::reserve_frames`](crate::Model::reserve_frames) does for
+    /// a pipeline with a stage wider than one worker, so that no frame allocates them
+    /// mid-layer.
+    ///
+    /// ```
+    /// use taopipe_nets::{Workspace, WorkspaceLen};
+    ///
+    /// let ws = Workspace::with_len(WorkspaceLen { packed: 64, products: 0 });
+    /// ws.allocate();
+    /// assert!(ws.is_allocated() && !ws.products_allocated());
+    /// ```
+    pub fn allocate(&self) {
+        if self.planned.packed > 0 {
+            self.buffers(self.planned.packed);
+        }
+        if self.planned.products > 0 {
+            self.products(self.planned.products);
+        }
     }
 
     /// Whether the packed pair was allocated.

@@ -556,7 +556,8 @@ impl Model {
     }
 
     /// Fills the pool to `frames` buffer sets and prepares on each the graph of every
-    /// stage, given as (units, place) as for [`run_stage`](Model::run_stage). From now on
+    /// stage, given as (units, place) as for [`run_stage`](Model::run_stage), and, if a
+    /// stage is wider than one worker, the gangs' workspace ([`Workspace::allocate`]). From now on
     /// the pool keeps that many sets, and each set that many graphs, if more than
     /// [`MAX_POOLED`](crate::frame::MAX_POOLED) and
     /// [`MAX_GRAPHS`], and drops the free sets beyond
@@ -589,9 +590,13 @@ impl Model {
         let held: Vec<Frame> = (0..frames)
             .map(|_| Frame::new(self.pooled_buffers(), self.pool.clone()))
             .collect();
+        let gangs = stages.iter().any(|(_, place)| place.width() > 1);
         for frame in &held {
             for (units, place) in stages {
                 self.prepared_layers(rt, frame, self.unit_layers(units.clone()), *place)?;
+            }
+            if gangs {
+                frame.workspace().allocate();
             }
         }
         Ok(())
