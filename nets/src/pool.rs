@@ -328,8 +328,8 @@ pub(crate) fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
 /// with the build before) ResNet50's pool went from 0.43–0.48 to 0.34–0.36 ms at width 1
 /// and 0.20–0.22 to 0.16–0.17 at width 2 (five rounds), AlexNet's three summed from
 /// 0.21–0.22 to 0.14–0.15 and 0.13–0.14 to 0.09–0.11 (three). An earlier AVX-512 version
-/// measured ResNet50's pool level and was not kept (README, "What falls short of issue
-/// 9"); this one's gain there held in every round. ResNet50's stays above
+/// measured ResNet50's pool level and was not kept (`docs/kernel-log.md`, "What falls
+/// short of issue 9"); this one's gain there held in every round. ResNet50's stays above
 /// ORT's 0.16 ms at width 1: at 3.2 MB its input no longer fits L2, and the kernel reads
 /// it at about the one-core read bandwidth.
 fn max_columns(column: &[f32], k: usize, s: usize, phases: &mut [f32], dst: &mut [f32]) {

@@ -47,7 +47,8 @@
 //! ms a frame when ranks began to claim items instead of taking even shares; with both
 //! cores free, VGG16 went from 131 to 121 ms and AlexNet from 21.0 to 18.7 ms (2-core Zen 3
 //! VM, `frame --width 2`, the mean of 3–4 runs' medians each). On 16 ranks the one shared
-//! counter costs ResNet50 about 8% (README, "Against ONNX Runtime").
+//! counter costs ResNet50 about 8% (`docs/kernel-log.md`, "Against ONNX
+//! Runtime").
 //!
 //! Private and shared pack each input element once per frame whatever the width;
 //! replicated packs it once per rank, a trade the issue that asked for one pack a frame

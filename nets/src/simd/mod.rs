@@ -424,9 +424,9 @@ pub struct Epilogue<'a> {
 ///
 /// A residual that sits in a buffer of its own doubles the cache lines each tile's store
 /// touches: on ResNet50's 56×56 `64 → 256` conv the fused add cost 27% (2.3 ms a frame,
-/// README "Where ResNet50 loses now"). When the conv is its shortcut's last reader, the
-/// memory plan gives the conv the shortcut's buffer and the add reads the residual from
-/// the output itself ([`Residual::InPlace`]).
+/// `docs/kernel-log.md`, "Where ResNet50 loses now"). When the conv is its shortcut's
+/// last reader, the memory plan gives the conv the shortcut's buffer and the add reads
+/// the residual from the output itself ([`Residual::InPlace`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub enum Residual<'a> {
     /// No residual add.
