@@ -557,11 +557,10 @@ impl Model {
 
     /// Fills the pool to `frames` buffer sets and prepares on each the graph of every
     /// stage, given as (units, place) as for [`run_stage`](Model::run_stage), and, if a
-    /// stage is wider than one worker, the gangs' workspace ([`Workspace::allocate`]). From now on
-    /// the pool keeps that many sets, and each set that many graphs, if more than
-    /// [`MAX_POOLED`](crate::frame::MAX_POOLED) and
-    /// [`MAX_GRAPHS`], and drops the free sets beyond
-    /// (`crate::frame`'s docs). With `frames` the pipeline's
+    /// stage is wider than one worker, the gangs' workspace ([`Workspace::allocate`]).
+    /// From now on the pool keeps that many sets, and each set that many graphs, if more
+    /// than [`MAX_POOLED`](crate::frame::MAX_POOLED) and [`MAX_GRAPHS`], and drops the
+    /// free sets beyond (`crate::frame`'s docs). With `frames` the pipeline's
     /// [`max_in_flight`](taopipe_runtime::Pipeline::max_in_flight), no frame of the
     /// pipeline ever allocates, however deep it is and however the stages' timing falls.
     ///
