@@ -27,7 +27,10 @@
 //! through every configuration; its peak resident memory is the *baseline*. After the
 //! warm-up, no sample may exceed the baseline by more than [`SoakOptions::headroom_mib`]
 //! ([`DEFAULT_HEADROOM_MIB`]). A run with no sample after its warm-up fails: it checked
-//! nothing.
+//! nothing. The warm-up's end is sampled too, by the serving thread as the round ends:
+//! with only the sampler's ticks, a period longer than the warm-up left the baseline at
+//! the empty process's size (CI saw a 2 s soak sampled each second fail so: 8.9 MiB at
+//! 0 s, the warm-up's 16.9 MiB first seen at 1 s, after it ended at 0.9 s).
 //!
 //! What a healthy run still allocates after it starts, and why the warm-up takes it all in:
 //! - **frame buffers**: the model's pool grows to the most frames in flight in any of the
@@ -600,8 +603,8 @@ fn same_bits(a: &[f32], b: &[f32]) -> bool {
 /// What the sampler saw at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Sample {
-    /// Seconds since streaming started (when the sample was due; the last sample: when the
-    /// run ended).
+    /// Seconds since streaming started (when the sample was due; the warm-up's end's: when
+    /// the warm-up ended; the last sample's: when the run ended).
     pub at_s: f64,
     /// Resident memory, MiB.
     pub rss_mib: f64,
@@ -609,6 +612,31 @@ pub struct Sample {
     pub frames_in: u64,
     /// Frames delivered so far.
     pub frames_out: u64,
+}
+
+/// A [`Sample`] and the resident bytes it was made from.
+struct Taken {
+    sample: Sample,
+    rss_bytes: u64,
+}
+
+/// Reads resident memory and the frame counters now, as a sample at `at_s`.
+fn sample_now(
+    rss: &mut Rss,
+    at_s: f64,
+    taken: &AtomicU64,
+    delivered: &AtomicU64,
+) -> Result<Taken, SoakError> {
+    let rss_bytes = rss.read()?;
+    Ok(Taken {
+        sample: Sample {
+            at_s,
+            rss_mib: rss_bytes as f64 / MIB,
+            frames_in: taken.load(Ordering::Relaxed),
+            frames_out: delivered.load(Ordering::Relaxed),
+        },
+        rss_bytes,
+    })
 }
 
 /// The RSS bound's rule applied to a run's samples (module docs).
@@ -945,6 +973,9 @@ pub fn soak(
     let mut order = OrderCheck::new();
     let mut out = vec![0.0f32; model.output_len()];
     let (taken, delivered, rss_now) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    // The serving thread's own reader, for the sample at the warm-up's end.
+    let mut rss_at_warmup = Rss::open()?;
+    let mut warmup_sample = None;
 
     let start = Instant::now();
     let mut source = (0u64..).map(|i| {
@@ -989,14 +1020,9 @@ pub fn soak(
         let sampler = s.spawn(|| {
             let (taken, delivered, rss_now) = (&taken, &delivered, &rss_now);
             let mut sample = |at_s: f64| {
-                let bytes = rss.read()?;
-                rss_now.store(bytes, Ordering::Relaxed);
-                samples.push(Sample {
-                    at_s,
-                    rss_mib: bytes as f64 / MIB,
-                    frames_in: taken.load(Ordering::Relaxed),
-                    frames_out: delivered.load(Ordering::Relaxed),
-                });
+                let taken = sample_now(&mut rss, at_s, taken, delivered)?;
+                rss_now.store(taken.rss_bytes, Ordering::Relaxed);
+                samples.push(taken.sample);
                 Ok::<(), SoakError>(())
             };
             for k in 0u32.. {
@@ -1028,7 +1054,16 @@ pub fn soak(
                 server.timeline.clear();
                 segments += 1;
                 if segments as usize == configs.len() {
-                    warmup = Some(start.elapsed());
+                    let at = start.elapsed();
+                    warmup = Some(at);
+                    // The baseline's own sample (module docs): the sampler's period may
+                    // be longer than the warm-up.
+                    warmup_sample = Some(sample_now(
+                        &mut rss_at_warmup,
+                        secs(at),
+                        &taken,
+                        &delivered,
+                    )?);
                 }
             }
             partial = options.stop.is_stopped() && start.elapsed() < options.duration;
@@ -1050,6 +1085,10 @@ pub fn soak(
     served?;
     let elapsed = start.elapsed();
 
+    if let Some(taken) = warmup_sample {
+        let k = samples.partition_point(|s| s.at_s <= taken.sample.at_s);
+        samples.insert(k, taken.sample);
+    }
     let warmup_s = secs(warmup.unwrap_or(elapsed));
     let bound = RssBound::check(&samples, warmup_s, options.headroom_mib);
     let (frames_in, frames_out) = (taken.into_inner(), delivered.into_inner());

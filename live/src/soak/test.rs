@@ -400,3 +400,35 @@ fn a_short_soak_delivers_every_frame_in_order_across_its_switches() {
     assert_eq!(json["checks"]["in_order"], true);
     assert!(json["samples"].as_array().is_some_and(|s| s.len() > 30));
 }
+
+#[test]
+fn the_warm_up_end_is_sampled_even_when_the_sampler_ticks_less_often() {
+    let (rt, model) = setup();
+    let mut options = short(&rt, &model, Duration::from_secs(2));
+    // Ticks at 0, 1 and 2 s; the warm-up (3 segments of 200 ms) ends near 0.6 s.
+    options.sample_every = Duration::from_secs(1);
+    options.interval = Duration::from_secs(1);
+    let report = soak(&rt, &model, &options, |_| {}).expect("soak");
+    let warmup_s = report.rss.warmup_s;
+    assert!(warmup_s > 0.5 && warmup_s < 1.0, "{report}");
+    let at_end: Vec<&Sample> = report
+        .samples
+        .iter()
+        .filter(|s| s.at_s == warmup_s)
+        .collect();
+    assert_eq!(at_end.len(), 1, "{:?}", report.samples);
+    let before = report.samples.iter().filter(|s| s.at_s <= warmup_s);
+    let peak = before.map(|s| s.rss_mib).fold(0.0, f64::max);
+    assert!(at_end[0].rss_mib <= peak && report.rss.baseline_mib == peak);
+    assert!(
+        at_end[0].frames_out > 0,
+        "taken once a round had streamed: {:?}",
+        at_end[0]
+    );
+    assert!(
+        report.samples.windows(2).all(|w| w[0].at_s <= w[1].at_s),
+        "in time order: {:?}",
+        report.samples
+    );
+    assert!(report.intervals[0].rss_mib >= at_end[0].rss_mib);
+}
