@@ -183,11 +183,16 @@ pub fn gemm(
             let (i0, h) = (block.start, block.len());
             let first = rows.start + i0;
             let apanels = &a.data[k0 * apanels_total * mr + first / mr * a_step + first % mr..];
-            // Rows `r` of the block (`r.start` on a panel of it) times column panel `jp`.
-            let mut tile = |r: Range<usize>, jp: usize| {
-                let (j0, ri) = (jp * nr, i0 + r.start);
-                let two = joined && jp + 1 == passes;
-                let w = if two { nr + tail } else { nr.min(cols - j0) };
+            // Rows `r` of the block (`r.start` on a panel of it) times column panels `jps`:
+            // whole ones, or one panel (the last may be short or joined).
+            let mut tile = |r: Range<usize>, jps: Range<usize>| {
+                let (j0, ri) = (jps.start * nr, i0 + r.start);
+                let two = joined && jps.end == passes;
+                let w = if two {
+                    nr + tail
+                } else {
+                    (jps.len() * nr).min(cols - j0)
+                };
                 let e = epilogue.filter(|_| last).map(|e| Epilogue {
                     bias: &e.bias[ri..i0 + r.end],
                     residual: e.residual.sub(ri, j0, r.len(), w),
@@ -195,21 +200,31 @@ pub fn gemm(
                 });
                 let ap = &apanels[r.start / mr * a_step..];
                 let mut c = c.sub(ri, j0, r.len(), w);
-                let (from, next) = ((jp * kdim + k0) * nr, kdim * nr);
+                let (from, next) = ((jps.start * kdim + k0) * nr, kdim * nr);
                 if two {
-                    let b = &b[from..(jp + 2) * kdim * nr];
+                    let b = &b[from..(jps.start + 2) * kdim * nr];
                     kernels.gemm_extra(kcb, ap, a_step, b, next, &mut c, k0 > 0, e.as_ref());
+                } else if jps.len() > 1 {
+                    let b = &b[from..jps.end * kdim * nr];
+                    kernels.gemm_panels(kcb, ap, a_step, b, next, &mut c, k0 > 0, e.as_ref());
                 } else {
-                    let b = &b[from..(jp + 1) * kdim * nr];
+                    let b = &b[from..jps.end * kdim * nr];
                     kernels.gemm(kcb, ap, a_step, b, &mut c, k0 > 0, e.as_ref());
                 }
             };
             if kdim <= STORE_BOUND_K {
+                // The whole panels of a row panel in one call (`Kernels::gemm_panels`),
+                // then a short or joined last one.
+                let whole = if joined { passes - 1 } else { cols / nr };
                 for r0 in (0..h).step_by(mr) {
-                    (0..passes).for_each(|jp| tile(r0..(r0 + mr).min(h), jp));
+                    let r = r0..(r0 + mr).min(h);
+                    if whole > 0 {
+                        tile(r.clone(), 0..whole);
+                    }
+                    (whole..passes).for_each(|jp| tile(r.clone(), jp..jp + 1));
                 }
             } else {
-                (0..passes).for_each(|jp| tile(0..h, jp));
+                (0..passes).for_each(|jp| tile(0..h, jp..jp + 1));
             }
         }
         k0 += kcb;

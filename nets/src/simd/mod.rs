@@ -631,6 +631,66 @@ impl Kernels {
         unsafe { kernels[cols - nr - 1](&raw) };
     }
 
+    /// [`Kernels::gemm`] for `c.cols() / NR` whole column panels, B's panel `q` at `q ·
+    /// b_step`: the checks and slicing once, then the kernel panel by panel. The GEMM's
+    /// row-panel order (reductions up to `STORE_BOUND_K`) made a call per tile, and short
+    /// reductions lost to it: one 12×32 tile over 64 ran at 74–76% of the FMA peak through
+    /// [`Kernels::gemm`] against 83–87% for a bare loop of the same FMAs (operands in L1, a
+    /// scratch benchmark; 2-core AVX-512 Xeon VM). With this call VGG16's `conv1_1` (a
+    /// reduction of 27) went from 1.50 and 1.50 ms to 1.37 and 1.41 at width 1 (`cargo
+    /// bench -p taopipe-nets --bench bench_main -- "conv/w1/vgg.conv1_1$"`, two rounds
+    /// taking turns with the build before); the layers over 64 to 192 and whole VGG16 and
+    /// ResNet50 frames measured level within this VM's noise.
+    ///
+    /// # Panics
+    /// As [`Kernels::gemm`]; also if `c`'s columns are not whole panels, or `b` lacks a
+    /// panel.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_panels(
+        &self,
+        kc: usize,
+        a: &[f32],
+        a_step: usize,
+        b: &[f32],
+        b_step: usize,
+        c: &mut MatMut<'_>,
+        accumulate: bool,
+        epilogue: Option<&Epilogue<'_>>,
+    ) {
+        let (nr, cols) = (self.nr, c.cols());
+        assert!(
+            cols.is_multiple_of(nr),
+            "{cols} columns: not whole panels of {nr}"
+        );
+        let panels = cols / nr;
+        if c.rows() == 0 || panels == 0 {
+            return;
+        }
+        self.check(kc, a, a_step, c, accumulate, epilogue);
+        assert!(
+            b_step >= kc * nr && b.len() >= (panels - 1) * b_step + kc * nr,
+            "B: {} floats for {panels} panels {b_step} apart",
+            b.len()
+        );
+        let first = RawTile::new(kc, a, a_step, b, c, 0, accumulate, epilogue);
+        for q in 0..panels {
+            let raw = RawTile {
+                b: first.b.wrapping_add(q * b_step),
+                c: first.c.wrapping_add(q * nr),
+                residual: if first.residual.is_null() {
+                    first.residual
+                } else {
+                    first.residual.wrapping_add(q * nr)
+                },
+                ..first
+            };
+            // SAFETY: as [`Kernels::gemm`]'s whole-panel call, for columns `q·NR..(q +
+            // 1)·NR` of `c` (and of the residual, which `check` found as wide as `c`, or
+            // `c` itself) and B's panel at `q·b_step`, which the assert above found whole.
+            unsafe { (self.gemm)(&raw) };
+        }
+    }
+
     /// The most columns past a whole panel that [`Kernels::gemm_extra`] takes (0: none).
     pub fn extra_cols(&self) -> usize {
         self.gemm_extra.map_or(0, <[GemmFn]>::len)

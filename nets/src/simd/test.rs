@@ -185,6 +185,59 @@ proptest! {
         }
     }
 
+    /// Whole panels in one call have the bits of one call per panel, with B's panels any
+    /// distance apart and C inside a wider output (columns past it untouched).
+    #[test]
+    fn panels_in_one_call_have_the_bits_of_one_call_each(
+        kc in 0usize..if cfg!(miri) { 8 } else { 40 }, accumulate: bool, relu: bool,
+        residual: bool, in_place: bool, rows in 1usize..30, panels in 1usize..4,
+        gap in 0usize..3, seed in 0u64..1000,
+    ) {
+        for k in tables() {
+            let (mr, nr) = (k.mr, k.nr);
+            let w = panels * nr;
+            let a = random_vec(rows.div_ceil(mr) * kc.max(1) * mr, seed);
+            let step = (kc + gap) * nr;
+            let b = random_vec((panels - 1) * step + kc * nr, seed + 1);
+            let (c0, res) = (random_vec(rows * w, seed + 2), random_vec(rows * w, seed + 3));
+            let bias = random_vec(rows, seed + 4);
+            let in_place = residual && in_place && !accumulate;
+            let residual = match (residual, in_place) {
+                (false, _) => Residual::None,
+                (true, false) => Residual::From(MatRef::from_slice(&res, w, rows, w)),
+                (true, true) => Residual::InPlace,
+            };
+            let e = Epilogue { bias: &bias, residual, relu };
+            let start = if in_place { &res } else { &c0 };
+            let a_step = kc * mr;
+            // One call per panel.
+            let mut want = start.clone();
+            let mut view = MatMut::from_slice(&mut want, w, rows, w);
+            for q in 0..panels {
+                let eq = Epilogue { residual: residual.sub(0, q * nr, rows, nr), ..e };
+                let bq = &b[q * step..q * step + kc * nr];
+                k.gemm(kc, &a, a_step, bq, &mut view.sub(0, q * nr, rows, nr), accumulate, Some(&eq));
+            }
+            // One call, in a bigger output.
+            let ld = w + 3;
+            let mut big = vec![f32::NAN; rows * ld];
+            for i in 0..rows {
+                big[i * ld..i * ld + w].copy_from_slice(&start[i * w..(i + 1) * w]);
+            }
+            let mut view = MatMut::from_slice(&mut big, ld, rows, w);
+            k.gemm_panels(kc, &a, a_step, &b, step, &mut view, accumulate, Some(&e));
+            for i in 0..rows {
+                for j in 0..w {
+                    prop_assert_eq!(
+                        big[i * ld + j].to_bits(), want[i * w + j].to_bits(),
+                        "{}: row {} column {} of {}×{} ({:?})", k, i, j, rows, w, residual
+                    );
+                }
+                prop_assert!(big[i * ld + w..(i + 1) * ld].iter().all(|v| v.is_nan()));
+            }
+        }
+    }
+
     /// Row dot products against f64, and each row's bits do not depend on the rows
     /// computed with it. (Shorter rows under Miri, still several vectors and a tail.)
     #[test]
@@ -502,4 +555,24 @@ fn interleaves_equal_the_portable_one() {
     if !cfg!(miri) && Isa::available().len() > 1 {
         assert!(ran > 0, "a SIMD path ran");
     }
+}
+
+#[test]
+#[should_panic(expected = "not whole panels")]
+fn panels_in_one_call_must_be_whole() {
+    let k = Isa::Portable.kernels();
+    let (a, b) = (vec![1.0; k.mr], vec![1.0; 2 * k.nr]);
+    let mut c = vec![0.0; k.nr + 1];
+    let mut view = MatMut::from_slice(&mut c, k.nr + 1, 1, k.nr + 1);
+    k.gemm_panels(1, &a, k.mr, &b, k.nr, &mut view, false, None);
+}
+
+#[test]
+#[should_panic(expected = "for 2 panels")]
+fn panels_in_one_call_need_all_of_b() {
+    let k = Isa::Portable.kernels();
+    let (a, b) = (vec![1.0; k.mr], vec![1.0; 2 * k.nr - 1]);
+    let mut c = vec![0.0; 2 * k.nr];
+    let mut view = MatMut::from_slice(&mut c, 2 * k.nr, 1, 2 * k.nr);
+    k.gemm_panels(1, &a, k.mr, &b, k.nr, &mut view, false, None);
 }
