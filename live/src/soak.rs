@@ -614,28 +614,18 @@ pub struct Sample {
     pub frames_out: u64,
 }
 
-/// A [`Sample`] and the resident bytes it was made from.
-struct Taken {
-    sample: Sample,
-    rss_bytes: u64,
-}
-
 /// Reads resident memory and the frame counters now, as a sample at `at_s`.
 fn sample_now(
     rss: &mut Rss,
     at_s: f64,
     taken: &AtomicU64,
     delivered: &AtomicU64,
-) -> Result<Taken, SoakError> {
-    let rss_bytes = rss.read()?;
-    Ok(Taken {
-        sample: Sample {
-            at_s,
-            rss_mib: rss_bytes as f64 / MIB,
-            frames_in: taken.load(Ordering::Relaxed),
-            frames_out: delivered.load(Ordering::Relaxed),
-        },
-        rss_bytes,
+) -> Result<Sample, SoakError> {
+    Ok(Sample {
+        at_s,
+        rss_mib: rss.read()? as f64 / MIB,
+        frames_in: taken.load(Ordering::Relaxed),
+        frames_out: delivered.load(Ordering::Relaxed),
     })
 }
 
@@ -1020,9 +1010,10 @@ pub fn soak(
         let sampler = s.spawn(|| {
             let (taken, delivered, rss_now) = (&taken, &delivered, &rss_now);
             let mut sample = |at_s: f64| {
-                let taken = sample_now(&mut rss, at_s, taken, delivered)?;
-                rss_now.store(taken.rss_bytes, Ordering::Relaxed);
-                samples.push(taken.sample);
+                let now = sample_now(&mut rss, at_s, taken, delivered)?;
+                // Exact: the bytes were divided by a power of two.
+                rss_now.store((now.rss_mib * MIB) as u64, Ordering::Relaxed);
+                samples.push(now);
                 Ok::<(), SoakError>(())
             };
             for k in 0u32.. {
@@ -1085,9 +1076,9 @@ pub fn soak(
     served?;
     let elapsed = start.elapsed();
 
-    if let Some(taken) = warmup_sample {
-        let k = samples.partition_point(|s| s.at_s <= taken.sample.at_s);
-        samples.insert(k, taken.sample);
+    if let Some(at_end) = warmup_sample {
+        let k = samples.partition_point(|s| s.at_s <= at_end.at_s);
+        samples.insert(k, at_end);
     }
     let warmup_s = secs(warmup.unwrap_or(elapsed));
     let bound = RssBound::check(&samples, warmup_s, options.headroom_mib);

@@ -47,6 +47,63 @@ fn reference(
     out
 }
 
+/// The residual a case asks for: none, `res` (`rows × w`) apart, or C itself (never
+/// under partial sums, where C does not hold it). Also whether it is C itself.
+fn residual_case(
+    res: &[f32],
+    rows: usize,
+    w: usize,
+    residual: bool,
+    in_place: bool,
+    accumulate: bool,
+) -> (Residual<'_>, bool) {
+    let in_place = residual && in_place && !accumulate;
+    let residual = match (residual, in_place) {
+        (false, _) => Residual::None,
+        (true, false) => Residual::From(MatRef::from_slice(res, w, rows, w)),
+        (true, true) => Residual::InPlace,
+    };
+    (residual, in_place)
+}
+
+/// `start` (`rows × w`) as the first columns of an output `ld` wide, NaN past them.
+fn widened(start: &[f32], rows: usize, w: usize, ld: usize) -> Vec<f32> {
+    let mut big = vec![f32::NAN; rows * ld];
+    for i in 0..rows {
+        big[i * ld..i * ld + w].copy_from_slice(&start[i * w..(i + 1) * w]);
+    }
+    big
+}
+
+/// `big`'s first `w` columns have `want`'s bits, and its columns past them stayed NaN.
+fn same_bits_within(
+    k: &Kernels,
+    big: &[f32],
+    ld: usize,
+    want: &[f32],
+    rows: usize,
+    w: usize,
+    residual: Residual<'_>,
+) -> Result<(), TestCaseError> {
+    for i in 0..rows {
+        for j in 0..w {
+            prop_assert_eq!(
+                big[i * ld + j].to_bits(),
+                want[i * w + j].to_bits(),
+                "{}: row {} column {} of {}×{} ({:?})",
+                k,
+                i,
+                j,
+                rows,
+                w,
+                residual
+            );
+        }
+        prop_assert!(big[i * ld + w..(i + 1) * ld].iter().all(|v| v.is_nan()));
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(proptest_config(48))]
 
@@ -143,12 +200,7 @@ proptest! {
             let b = random_vec(b_next + (kc - 1) * nr + x, seed + 1);
             let (c0, res) = (random_vec(rows * w, seed + 2), random_vec(rows * w, seed + 3));
             let bias = random_vec(rows, seed + 4);
-            let in_place = residual && in_place && !accumulate;
-            let residual = match (residual, in_place) {
-                (false, _) => Residual::None,
-                (true, false) => Residual::From(MatRef::from_slice(&res, w, rows, w)),
-                (true, true) => Residual::InPlace,
-            };
+            let (residual, in_place) = residual_case(&res, rows, w, residual, in_place, accumulate);
             let e = Epilogue { bias: &bias, residual, relu };
             let start = if in_place { &res } else { &c0 };
             // Apart: the panel, then the extra columns as a panel of their own.
@@ -162,10 +214,7 @@ proptest! {
             k.gemm(kc, &a, kc * mr, &next, &mut view.sub(0, nr, rows, x), accumulate, Some(&e1));
             // Together, in a bigger output.
             let ld = w + 5;
-            let mut big = vec![f32::NAN; rows * ld];
-            for i in 0..rows {
-                big[i * ld..i * ld + w].copy_from_slice(&start[i * w..(i + 1) * w]);
-            }
+            let mut big = widened(start, rows, w, ld);
             let residual = match residual {
                 Residual::From(_) => Residual::From(MatRef::from_slice(&res, w, rows, w)),
                 other => other,
@@ -173,15 +222,7 @@ proptest! {
             let e = Epilogue { residual, ..e };
             let mut view = MatMut::from_slice(&mut big, ld, rows, w);
             k.gemm_extra(kc, &a, kc * mr, &b, b_next, &mut view, accumulate, Some(&e));
-            for i in 0..rows {
-                for j in 0..w {
-                    prop_assert_eq!(
-                        big[i * ld + j].to_bits(), want[i * w + j].to_bits(),
-                        "{}: row {} column {} of {}×{} ({:?})", k, i, j, rows, w, residual
-                    );
-                }
-                prop_assert!(big[i * ld + w..(i + 1) * ld].iter().all(|v| v.is_nan()));
-            }
+            same_bits_within(k, &big, ld, &want, rows, w, residual)?;
         }
     }
 
@@ -201,12 +242,7 @@ proptest! {
             let b = random_vec((panels - 1) * step + kc * nr, seed + 1);
             let (c0, res) = (random_vec(rows * w, seed + 2), random_vec(rows * w, seed + 3));
             let bias = random_vec(rows, seed + 4);
-            let in_place = residual && in_place && !accumulate;
-            let residual = match (residual, in_place) {
-                (false, _) => Residual::None,
-                (true, false) => Residual::From(MatRef::from_slice(&res, w, rows, w)),
-                (true, true) => Residual::InPlace,
-            };
+            let (residual, in_place) = residual_case(&res, rows, w, residual, in_place, accumulate);
             let e = Epilogue { bias: &bias, residual, relu };
             let start = if in_place { &res } else { &c0 };
             let a_step = kc * mr;
@@ -220,21 +256,10 @@ proptest! {
             }
             // One call, in a bigger output.
             let ld = w + 3;
-            let mut big = vec![f32::NAN; rows * ld];
-            for i in 0..rows {
-                big[i * ld..i * ld + w].copy_from_slice(&start[i * w..(i + 1) * w]);
-            }
+            let mut big = widened(start, rows, w, ld);
             let mut view = MatMut::from_slice(&mut big, ld, rows, w);
             k.gemm_panels(kc, &a, a_step, &b, step, &mut view, accumulate, Some(&e));
-            for i in 0..rows {
-                for j in 0..w {
-                    prop_assert_eq!(
-                        big[i * ld + j].to_bits(), want[i * w + j].to_bits(),
-                        "{}: row {} column {} of {}×{} ({:?})", k, i, j, rows, w, residual
-                    );
-                }
-                prop_assert!(big[i * ld + w..(i + 1) * ld].iter().all(|v| v.is_nan()));
-            }
+            same_bits_within(k, &big, ld, &want, rows, w, residual)?;
         }
     }
 
