@@ -197,24 +197,26 @@ impl Direct {
         }
     }
 
-    /// Packs the pixels `cols` (starting on a panel) into `out`; `work` holds
-    /// [`Engine::pack_work_len`] floats. A short last panel is zero-padded to `NR`
-    /// columns where `pad` is set: the GEMM reads the padding, except where it joins that
+    /// Packs input channels `channels` (all of them but for a gathered pack) of the pixels
+    /// `cols` (starting on a panel) into `out`, the view of their [`Engine::pack_rect`];
+    /// `work` holds [`Engine::pack_work_len`] floats. A short last panel is zero-padded to
+    /// `NR` columns where `pad` is set: the GEMM reads the padding, except where it joins that
     /// panel to the one before ([`joins_tail`]). Skipping it there spares ResNet50's 7×7
     /// layers most of a second panel's writes (47 zero columns of every row for 1 pixel).
     fn pack_columns(
         &self,
         x: &[f32],
         cols: Range<usize>,
-        out: &mut [f32],
+        channels: Range<usize>,
+        out: &mut MatMut<'_>,
         work: &mut [f32],
         pad: bool,
     ) {
-        if cols.is_empty() {
+        if cols.is_empty() || channels.is_empty() {
             return;
         }
         if self.is_pointwise() {
-            self.pack_pointwise(x, cols, out, pad);
+            self.pack_pointwise(x, cols, out.row_mut(0), pad);
             return;
         }
         let windowed = self.is_windowed().then(|| {
@@ -223,9 +225,9 @@ impl Direct {
             self.split_rows(x, &window, split);
             (window, &*split)
         });
-        let (nr, kdim) = (self.nr, self.kdim);
+        let nr = self.nr;
         for (pi, j0) in cols.clone().step_by(nr).enumerate() {
-            let panel = &mut out[pi * kdim * nr..(pi + 1) * kdim * nr];
+            let panel = out.row_mut(pi);
             let width = nr.min(cols.end - j0);
             if width < nr && pad {
                 for row in panel.chunks_exact_mut(nr) {
@@ -241,7 +243,7 @@ impl Direct {
             };
             match &windowed {
                 Some((window, split)) => self.pack_windowed(window, split, segments, panel),
-                None => self.pack_gathered(x, segments, panel),
+                None => self.pack_gathered(x, segments, channels.clone(), panel),
             }
         }
     }
@@ -281,6 +283,21 @@ impl Direct {
         !self.is_pointwise() && self.p.in_channels <= WINDOW_MAX_CHANNELS
     }
 
+    /// Whether the pack gathers straight from the input (neither pointwise nor windowed):
+    /// its units are then input channels ([`GATHER_UNITS`]).
+    fn gathers(&self) -> bool {
+        !self.is_pointwise() && !self.is_windowed()
+    }
+
+    /// The input channels of pack units `units` of a gathered pack.
+    fn unit_channels(&self, units: Range<usize>) -> Range<usize> {
+        let (c, n) = (self.p.in_channels, self.p.in_channels.min(GATHER_UNITS));
+        if units.is_empty() {
+            return 0..0;
+        }
+        split_range(c, units.start, n).start..split_range(c, units.end - 1, n).end
+    }
+
     /// Column panels of the largest block (what the buffers are sized for).
     fn panels_per_block(&self) -> usize {
         self.output.plane().div_ceil(self.nr).div_ceil(self.blocks)
@@ -303,14 +320,22 @@ impl Direct {
         }
     }
 
-    /// The panel's rows straight from `x`: each (tap, segment) fixes the input row and
-    /// columns for every channel, worked out once, then runs down the channels (rows
-    /// `c·taps + tap`), zero in the padding.
-    fn pack_gathered(&self, x: &[f32], segments: Segments, panel: &mut [f32]) {
+    /// The rows of input channels `channels` of a panel (`panel` holds just those) straight
+    /// from `x`: each (tap, segment) fixes the input row and columns for every channel,
+    /// worked out once, then runs down the channels (rows `c·taps + tap`, `c` counted from
+    /// the first of `channels`), zero in the padding.
+    fn pack_gathered(
+        &self,
+        x: &[f32],
+        segments: Segments,
+        channels: Range<usize>,
+        panel: &mut [f32],
+    ) {
         let (h, w) = (self.input.h, self.input.w);
         let (kh, kw) = self.p.kernel;
         let ((sy, sx), (py, px)) = (self.p.stride, self.p.padding);
-        let (taps, channels, nr) = (kh * kw, self.p.in_channels, self.nr);
+        let x = &x[channels.start * h * w..];
+        let (taps, channels, nr) = (kh * kw, channels.len(), self.nr);
         for ky in 0..kh {
             for kx in 0..kw {
                 let tap = ky * kw + kx;
@@ -401,6 +426,21 @@ impl Direct {
     }
 }
 
+/// Pack units of a gathered pack (a decision, from a measurement): runs of input
+/// channels, each covering every column panel of the block, so that a gang of up to
+/// [`crate::kernel::gang_items`]'s 16 items shares the pack of a block of a panel or two.
+/// By column panels, ResNet50's 7×7 3×3 convs (49 pixels: one panel and a joined tail)
+/// were packed by at most two of a shared gang's ranks while the others waited, and
+/// every rank then read the packed block from those ranks' caches: on a 16-core x86-64
+/// Linux machine they ran 2.6× faster at width 16 than at width 1 (`frame --net
+/// resnet50 --width 1|16 --profile`). By input channels, the best of four `--profile`
+/// rounds at width 16 went from 1.00–1.09 to 0.44–0.55 ms each, the stride-2 3×3 convs
+/// from 4.15 to 2.62 ms summed (second best of four), and six rounds of `frame --net
+/// resnet50 --width 16 --frames 30`, builds taking turns, from medians of 17.3–20.1 ms
+/// (median 18.8) to 14.8–21.8 (17.05). Widths 1 and 2, which replicate or own such
+/// blocks, were level on a 2-core VM.
+const GATHER_UNITS: usize = 16;
+
 /// Convs with at most this many input channels pack through a [`Window`].
 const WINDOW_MAX_CHANNELS: usize = 4;
 
@@ -477,13 +517,30 @@ impl Engine for Direct {
             .len(self.p.in_channels)
     }
 
+    /// Column panels, or input channels for a gathered pack ([`GATHER_UNITS`]).
     fn pack_units(&self, block: usize) -> usize {
-        self.block_pixels(block).len().div_ceil(self.nr)
+        if self.gathers() {
+            self.p.in_channels.min(GATHER_UNITS)
+        } else {
+            self.block_pixels(block).len().div_ceil(self.nr)
+        }
     }
 
-    fn pack_rect(&self, _block: usize, units: Range<usize>) -> Rect {
+    /// The units' whole panels (one rect row for a pointwise pack, which copies across
+    /// them, else one per panel), or, for a gathered pack, the units' channels' rows of
+    /// every panel of the block, one rect row per panel.
+    fn pack_rect(&self, block: usize, units: Range<usize>) -> Rect {
         let panel = self.kdim * self.nr;
-        Rect::row(units.start * panel, units.len() * panel)
+        if self.gathers() {
+            let rows = self.kdim / self.p.in_channels * self.nr;
+            let channels = self.unit_channels(units);
+            let panels = self.block_pixels(block).len().div_ceil(self.nr);
+            Rect::new(channels.start * rows, panel, panels, channels.len() * rows)
+        } else if self.is_pointwise() {
+            Rect::row(units.start * panel, units.len() * panel)
+        } else {
+            Rect::new(units.start * panel, panel, units.len(), panel)
+        }
     }
 
     fn pack_part(
@@ -496,10 +553,15 @@ impl Engine for Direct {
         work: &mut [f32],
     ) {
         let pixels = self.block_pixels(block);
-        let first = pixels.start + units.start * self.nr;
-        let cols = first..(pixels.start + units.end * self.nr).min(pixels.end);
         let pad = !joins_tail(kernels, pixels.len());
-        self.pack_columns(x, cols, out.row_mut(0), work, pad);
+        if self.gathers() {
+            let channels = self.unit_channels(units);
+            self.pack_columns(x, pixels, channels, out, work, pad);
+        } else {
+            let first = pixels.start + units.start * self.nr;
+            let cols = first..(pixels.start + units.end * self.nr).min(pixels.end);
+            self.pack_columns(x, cols, 0..self.p.in_channels, out, work, pad);
+        }
     }
 
     fn compute(

@@ -728,3 +728,40 @@ fn one_block_winograd_planes_with_small_weights_are_cut_in_two() {
         }
     }
 }
+
+/// A gathered pack splits by input channels, so a shared gang packs a block of one or two
+/// panels on up to 16 ranks (`GATHER_UNITS` in `direct.rs`): each unit packed alone into
+/// its own rect gives the bits of the whole block packed at once, padding and a joined
+/// tail's unwritten columns included.
+#[test]
+fn gathered_packs_split_by_input_channels() {
+    for (p, input) in [
+        // ResNet50's 7×7 3×3 conv, cut down: 49 pixels, one panel and a tail.
+        (Conv2dParams::new(40, 16, 3, 1, 1), Shape::new(40, 7, 7)),
+        // A stride-2 1×1 (ResNet50's downsample) with fewer channels than units.
+        (Conv2dParams::new(9, 24, 1, 2, 0), Shape::new(9, 14, 14)),
+        // Padding, a stride and a short last panel.
+        (Conv2dParams::new(21, 8, 3, 2, 1), Shape::new(21, 11, 13)),
+    ] {
+        let (conv, x) = random_conv(p, input, 7);
+        for c in variants(&conv) {
+            if c.algo() != ConvAlgo::Direct {
+                continue;
+            }
+            let engine = &c.engine;
+            let units = engine.pack_units(0);
+            assert_eq!(units, p.in_channels.min(16), "{p:?} {}", c.isa());
+            let mut work = vec![0.0; engine.pack_work_len()];
+            let mut whole = vec![f32::NAN; engine.packed_len()];
+            engine.pack(c.kernels, &x, 0, &mut whole, &mut work);
+            let mut parts = vec![f32::NAN; engine.packed_len()];
+            for u in 0..units {
+                let r = engine.pack_rect(0, u..u + 1);
+                let mut view = MatMut::from_slice(&mut parts[r.offset..], r.ld, r.rows, r.cols);
+                engine.pack_part(c.kernels, &x, 0, u..u + 1, &mut view, &mut work);
+            }
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert!(bits(&parts) == bits(&whole), "{p:?} {}", c.isa());
+        }
+    }
+}
