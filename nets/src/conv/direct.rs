@@ -289,9 +289,14 @@ impl Direct {
         !self.is_pointwise() && !self.is_windowed()
     }
 
+    /// Pack units of a gathered pack: a run of input channels each.
+    fn gather_units(&self) -> usize {
+        self.p.in_channels.min(GATHER_UNITS)
+    }
+
     /// The input channels of pack units `units` of a gathered pack.
     fn unit_channels(&self, units: Range<usize>) -> Range<usize> {
-        let (c, n) = (self.p.in_channels, self.p.in_channels.min(GATHER_UNITS));
+        let (c, n) = (self.p.in_channels, self.gather_units());
         if units.is_empty() {
             return 0..0;
         }
@@ -520,7 +525,7 @@ impl Engine for Direct {
     /// Column panels, or input channels for a gathered pack ([`GATHER_UNITS`]).
     fn pack_units(&self, block: usize) -> usize {
         if self.gathers() {
-            self.p.in_channels.min(GATHER_UNITS)
+            self.gather_units()
         } else {
             self.block_pixels(block).len().div_ceil(self.nr)
         }
