@@ -97,11 +97,16 @@ pub(crate) fn run_as_gang(layer: &dyn Kernel, inputs: &[&[f32]], width: usize) -
     out
 }
 
+/// The bit patterns of `v`, to compare results exactly (NaN payloads and signed zeros
+/// included).
+pub(crate) fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
 /// Asserts the bits of `layer`'s output are the same for gang widths 1, 2, 3, 4, 7 and 16,
 /// and equal `forward`.
 pub(crate) fn assert_bit_identical(layer: &dyn Kernel, inputs: &[&[f32]]) {
     let reference = run_as_gang(layer, inputs, 1);
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(
         bits(&layer.forward(inputs, &mut Scratch::new())),
         bits(&reference)

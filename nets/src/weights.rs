@@ -442,6 +442,7 @@ impl Weights for SafetensorsFile {
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::test_util::bits;
     use safetensors::tensor::TensorView;
 
     fn file_with(tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]) -> SafetensorsFile {
@@ -614,7 +615,6 @@ mod test {
         let bias = f
             .tensor("fc.bias", &[3], Init::Constant { value: 0.0 })
             .expect("bias");
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&bias), bits(&[f32::NAN, f32::INFINITY, -0.0]));
         assert_eq!(f.unused(), vec!["layer1.0.conv1.bias".to_string()]);
         // The same bytes in memory parse the same.

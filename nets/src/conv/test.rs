@@ -3,7 +3,8 @@ use proptest::prelude::*;
 use super::*;
 use crate::naive;
 use crate::test_util::{
-    TOL, abs, assert_bit_identical, assert_close, proptest_config, random_vec, sprinkle_specials,
+    TOL, abs, assert_bit_identical, assert_close, bits, proptest_config, random_vec,
+    sprinkle_specials,
 };
 
 fn random_conv(p: Conv2dParams, input: Shape, seed: u64) -> (Conv2d, Vec<f32>) {
@@ -257,7 +258,6 @@ fn fused_residual_equals_conv_then_add() {
                     ..fused
                 };
                 let got = fused_relu.forward(&[&x, &r], &mut Scratch::new());
-                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 let what = format!("{} {} relu {relu}", plain.algo().name(), plain.isa());
                 assert_eq!(bits(&got), bits(&want), "{what}");
                 assert_bit_identical(&fused_relu, &[&x, &r]);
@@ -495,7 +495,6 @@ fn gangs_of_every_width_are_bit_identical() {
                 })
                 .unwrap();
                 let got = out.read().unwrap().to_vec();
-                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 let what = format!("{p:?} {} {} width {width}", c.algo().name(), c.isa());
                 assert!(bits(&got) == bits(&want), "{what}");
                 if c.in_place_input() {
@@ -760,7 +759,6 @@ fn gathered_packs_split_by_input_channels() {
                 let mut view = MatMut::from_slice(&mut parts[r.offset..], r.ld, r.rows, r.cols);
                 engine.pack_part(c.kernels, &x, 0, u..u + 1, &mut view, &mut work);
             }
-            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert!(bits(&parts) == bits(&whole), "{p:?} {}", c.isa());
         }
     }

@@ -3,7 +3,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::cache::CacheSizes;
 use crate::simd::{Isa, Kernels, MatRef, Residual};
-use crate::test_util::{proptest_config, random_vec};
+use crate::test_util::{bits, proptest_config, random_vec};
 
 /// Packs row-major `b` (`kdim × cols`) into panels.
 fn pack_b(b: &[f32], kdim: usize, cols: usize, nr: usize) -> Vec<f32> {
@@ -75,7 +75,6 @@ proptest! {
                 results.push((k, c));
             }
             }
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             for (k, c) in &results[1..] {
                 prop_assert_eq!(bits(c), bits(&results[0].1), "{} against {}", k, results[0].0);
             }

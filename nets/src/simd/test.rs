@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::test_util::{proptest_config, random_vec, sprinkle_specials};
+use crate::test_util::{bits, proptest_config, random_vec, sprinkle_specials};
 
 fn tables() -> Vec<&'static Kernels> {
     Isa::available()
@@ -486,7 +486,6 @@ fn a_lone_short_panel_is_read_no_further_than_its_rows() {
                 k.gemm(kc, &padded, kc * mr, &b, &mut view, false, Some(&e));
                 let mut view = MatMut::from_slice(&mut got, nr, rows, cols);
                 k.gemm(kc, &exact, kc * mr, &b, &mut view, false, Some(&e));
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(
                     bits(&got),
                     bits(&want),
@@ -538,7 +537,6 @@ fn kernels_write_runtime_rect_claims_held_together() {
             copy(&mut r);
         }
         let got = shared.read().expect("claims released");
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&plain), "{k}");
         assert!(
             got[nr].is_nan() && got[ld - 1].is_nan(),
@@ -560,7 +558,6 @@ fn interleaves_equal_the_portable_one() {
         #[cfg(target_arch = "aarch64")]
         (Isa::Neon, neon::interleave),
     ];
-    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
     let mut ran = 0;
     for (isa, interleave) in paths.into_iter().filter(|(i, _)| i.is_supported()) {
         for m in [2, 4] {
