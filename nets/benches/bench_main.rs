@@ -3,12 +3,13 @@
 //! ```text
 //! cargo bench -p taopipe-nets                      # everything
 //! cargo bench -p taopipe-nets -- conv/             # criterion: every conv layer, width 1 and 2
+//! TAOPIPE_BENCH_WIDTHS=1,16 cargo bench -p taopipe-nets -- conv/   # other gang widths
 //! cargo bench -p taopipe-nets -- pool/             # criterion: the max pools, every ISA path
 //! cargo bench -p taopipe-nets -- report            # the README tables (GFLOP/s, % of peak, GB/s)
 //! ```
 //!
 //! Throughput is set to the layer's FLOPs, so criterion's "elem/s" read as FLOP/s.
-//! Width 2 runs on a 2-worker `taopipe_runtime::Runtime`, each rank running
+//! Width `w` runs on a runtime of as many workers as the widest width, each rank running
 //! `Kernel::run_rank` as a model's layer task does. Peaks and bandwidths are measured in
 //! the same run (`taopipe_nets::probe`).
 

@@ -1,6 +1,6 @@
 //! Criterion group `conv/`: every VGG16 and AlexNet conv layer and every distinct ResNet50
-//! conv shape, at gang width 1 and 2 on the taopipe runtime, with the algorithm
-//! `ConvAlgo::choose` picks.
+//! conv shape, at gang widths 1 and 2 on the taopipe runtime (`TAOPIPE_BENCH_WIDTHS=1,16`
+//! picks others, for a wider machine), with the algorithm `ConvAlgo::choose` picks.
 
 use std::sync::Arc;
 
@@ -30,13 +30,18 @@ pub(crate) fn build(layer: &ConvLayer) -> (Conv2d, Vec<f32>) {
 }
 
 pub(crate) fn bench(c: &mut Criterion) {
-    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let widths = widths();
+    let workers = widths.iter().copied().max().unwrap_or(1);
+    let rt = Runtime::builder()
+        .workers(workers)
+        .build()
+        .expect("runtime");
     let mut g = c.benchmark_group("conv");
     for layer in shapes::all().chain(&shapes::ALEXNET) {
         let (conv, x) = build(layer);
         g.throughput(Throughput::Elements(conv.flops()));
         let conv: Arc<dyn Kernel> = Arc::new(conv);
-        for width in [1, 2] {
+        for &width in &widths {
             let gang = Gang::new(conv.clone(), vec![x.clone()], width);
             g.bench_function(BenchmarkId::new(format!("w{width}"), layer.name), |b| {
                 b.iter(|| gang.run(&rt))
@@ -44,4 +49,19 @@ pub(crate) fn bench(c: &mut Criterion) {
         }
     }
     g.finish();
+}
+
+/// The gang widths to bench: `TAOPIPE_BENCH_WIDTHS` (a comma-separated list), else 1 and 2.
+fn widths() -> Vec<usize> {
+    let Ok(list) = std::env::var("TAOPIPE_BENCH_WIDTHS") else {
+        return vec![1, 2];
+    };
+    list.split(',')
+        .map(|w| match w.trim().parse::<usize>() {
+            Ok(w) if w > 0 => w,
+            _ => panic!(
+                "TAOPIPE_BENCH_WIDTHS={list:?}: {w:?} is not a width (a whole number from 1)"
+            ),
+        })
+        .collect()
 }

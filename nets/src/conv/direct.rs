@@ -61,6 +61,14 @@ pub(super) const HALF_BLOCK_PANELS: usize = 16;
 /// width 2 (two `--profile` rounds each), and ResNet50 frames at width 2 took 27.4 and
 /// 27.5 ms (six rounds). Planes of 28×28 (17–25 panels) stay as they are: cut in two they
 /// ran slower at width 2.
+///
+/// It applies before [`HALF_BLOCK_PANELS`]' cut. The other way round, a plane that fit one
+/// block where L2 holds 2 MB (ResNet50's `64 → 64` and `64 → 256` 1×1 convs on 56×56) was
+/// cut in two only, and the `64 → 64` ran at width 16 in 0.20–0.48 ms, against 0.26 at
+/// width 1. With 16 blocks it took 0.11–0.14 ms, and the `64 → 256` with its residual
+/// 0.19–0.44 against 0.41–0.69 (16-core x86-64 Linux machine, `TAOPIPE_BENCH_WIDTHS=16
+/// cargo bench -p taopipe-nets --bench bench_main -- "conv/w16/rn.l1.c(1.first|3.ds)$"`,
+/// three rounds, the builds taking turns).
 pub(super) const WIDE_BLOCKS: usize = 16;
 
 /// Fewest column panels per block of a pointwise conv where [`WIDE_BLOCKS`] applies.
@@ -139,10 +147,10 @@ impl Direct {
         let blocks = super::block_count(panels, most, 1);
         // A plane that fits one block but holds two of `HALF_BLOCK_PANELS` panels is cut in
         // two, so the ranks of a pair each get a private block (`HALF_BLOCK_PANELS`).
-        let blocks = if blocks == 1 && panels >= 2 * HALF_BLOCK_PANELS {
-            2
-        } else if panels >= WIDE_BLOCKS * Self::wide_block_panels(&p) {
+        let blocks = if panels >= WIDE_BLOCKS * Self::wide_block_panels(&p) {
             blocks.max(WIDE_BLOCKS)
+        } else if blocks == 1 && panels >= 2 * HALF_BLOCK_PANELS {
+            2
         } else {
             blocks
         };
@@ -593,5 +601,29 @@ impl Engine for Direct {
 
     fn packed_weights(&self) -> usize {
         self.weights.len()
+    }
+
+    /// The GEMM's passes over the block's column panels: its panels, a short last one
+    /// joined to the one before ([`joins_tail`]) counted with it, so that a unit never
+    /// holds a lone unpadded tail.
+    fn column_units(&self, kernels: &Kernels, block: usize) -> usize {
+        let cols = self.block_pixels(block).len();
+        cols.div_ceil(self.nr) - usize::from(joins_tail(kernels, cols))
+    }
+
+    fn unit_columns(
+        &self,
+        kernels: &Kernels,
+        block: usize,
+        units: Range<usize>,
+    ) -> (Range<usize>, usize) {
+        let cols = self.block_pixels(block).len();
+        let end = if units.end == self.column_units(kernels, block) {
+            cols
+        } else {
+            units.end * self.nr
+        };
+        let start = units.start * self.nr;
+        (start..end, start * self.kdim)
     }
 }

@@ -202,7 +202,8 @@ impl Conv2d {
                     holds = Some(block);
                 }
                 let channels = self.group_channels(group, groups);
-                self.compute_block(inputs, packed, block, channels, output, work);
+                let pixels = self.engine.block_pixels(block);
+                self.compute_block(inputs, packed, block, pixels, channels, output, work);
             },
         );
     }
@@ -243,7 +244,17 @@ impl Conv2d {
         // The block a step `behind` phases after packing works on in `phase`, if any.
         let block_at =
             |phase: usize, behind: usize| phase.checked_sub(behind).filter(|&b| b < blocks);
-        let outputs = |phase: usize| block_at(phase, lag).map_or(0, |_| groups);
+        // Each block's compute items: groups of output channels by chunks of its columns.
+        let split = |block: usize| match two {
+            Some(_) => (groups, 1),
+            None => self.compute_split(block, items),
+        };
+        let outputs = |phase: usize| {
+            block_at(phase, lag).map_or(0, |b| {
+                let (groups, chunks) = split(b);
+                groups * chunks
+            })
+        };
         let multiplied = |phase: usize| {
             block_at(phase, 1)
                 .filter(|_| two.is_some())
@@ -259,22 +270,31 @@ impl Conv2d {
         ctx.share(blocks + lag, len, |phase, item| {
             if item < outputs(phase) {
                 let block = phase - lag;
-                let channels = self.group_channels(item, groups);
                 match two {
                     Some((two, products)) => {
+                        let channels = self.group_channels(item, groups);
+                        let pixels = self.engine.block_pixels(block);
                         let products = products[block % 2]
                             .read()
                             .expect("the block is multiplied: its multiply phase finished");
                         let (kernels, block_products) = (self.kernels, &*products);
-                        self.write_block(inputs, block, channels, output, |channels, out, e| {
+                        self.write_block(inputs, pixels, channels, output, |channels, out, e| {
                             two.finish(kernels, block_products, block, channels, out, e, work);
                         });
                     }
                     None => {
+                        let (groups, chunks) = split(block);
+                        let channels = self.group_channels(item / chunks, groups);
+                        let units = self.engine.column_units(self.kernels, block);
+                        let units = split_range(units, item % chunks, chunks);
+                        let (cols, at) = self.engine.unit_columns(self.kernels, block, units);
+                        let first = self.engine.block_pixels(block).start;
+                        let pixels = first + cols.start..first + cols.end;
                         let packed = buffers[block % 2]
                             .read()
                             .expect("the block is packed: its packing phase finished");
-                        self.compute_block(inputs, &packed, block, channels, output, work);
+                        let packed = &packed[at..];
+                        self.compute_block(inputs, packed, block, pixels, channels, output, work);
                     }
                 }
                 return;
@@ -315,6 +335,34 @@ impl Conv2d {
         });
     }
 
+    /// How the compute phase of shared block `block` splits into about `items` items:
+    /// (groups of output channels, chunks of its column units), `groups · chunks` items.
+    /// An item reads its chunk of the packed block, which other ranks packed, and its
+    /// group's weights. The split taken makes as many items as it can up to `items`, then
+    /// the fewest such reads in all, `groups · packed + chunks · weights` floats (ties to
+    /// fewer chunks). Groups alone made every rank of a wide gang read all of a block with
+    /// many columns and few output channels (ResNet50's `512 → 128` 1×1 on 28×28: 885 KB
+    /// of packed block for 16 KB of weights, per rank and block, at width 16). On the
+    /// 16-core x86-64 Linux machine, best of four interleaved rounds of `TAOPIPE_BENCH_WIDTHS=16
+    /// cargo bench -p taopipe-nets --bench bench_main -- conv/w16/` per layer, groups alone
+    /// against this split: that conv 0.41 → 0.26 ms, the 56×56 stride-2 3×3 0.97 → 0.75,
+    /// the 28×28 `128 → 512` 1×1 0.24 → 0.22, `layer3`'s first 1×1 0.46 → 0.41, AlexNet's
+    /// `conv2` 1.33 → 1.10 and `conv4` 0.87 → 0.68; the other layers within that
+    /// machine's noise (±10%). A margin (split only where it cut the reads by a quarter)
+    /// measured no better. Widths 1 and 2 split nothing in ResNet50, AlexNet or VGG16.
+    pub(crate) fn compute_split(&self, block: usize, items: usize) -> (usize, usize) {
+        let panels = self.params.out_channels.div_ceil(self.kernels.mr);
+        let units = self.engine.column_units(self.kernels, block);
+        let (packed, weights) = (self.engine.packed_len(), self.engine.packed_weights());
+        (1..=units.clamp(1, items))
+            .map(|chunks| (panels.min(items.div_ceil(chunks)), chunks))
+            .min_by_key(|&(groups, chunks)| {
+                let reads = groups * packed + chunks * weights;
+                (std::cmp::Reverse((groups * chunks).min(items)), reads)
+            })
+            .expect("one chunk at least")
+    }
+
     /// Packed-block and work memory for computing `channels` channels.
     fn scratch<'s>(
         &self,
@@ -334,19 +382,23 @@ impl Conv2d {
             .max(self.engine.pack_work_len())
     }
 
-    /// Computes `channels` of packed block `block` into a claim of that tile of `output`.
+    /// Computes `channels` × `pixels` of block `block` (all of its pixels, or those of
+    /// column units whose part of the packed block `packed` starts with) into a claim of
+    /// that tile of `output`.
+    #[allow(clippy::too_many_arguments)]
     fn compute_block(
         &self,
         inputs: &[&[f32]],
         packed: &[f32],
         block: usize,
+        pixels: Range<usize>,
         channels: Range<usize>,
         output: &SharedSlice<f32>,
         work: &mut [f32],
     ) {
         self.write_block(
             inputs,
-            block,
+            pixels,
             channels,
             output,
             |channels, out, epilogue| {
@@ -358,18 +410,17 @@ impl Conv2d {
         );
     }
 
-    /// Claims the tile of `output` that `channels` of block `block` cover and hands it to
+    /// Claims the tile of `output` that `channels` × `pixels` cover and hands it to
     /// `write` with the layer's epilogue for it.
     fn write_block(
         &self,
         inputs: &[&[f32]],
-        block: usize,
+        pixels: Range<usize>,
         channels: Range<usize>,
         output: &SharedSlice<f32>,
         write: impl FnOnce(Range<usize>, &mut MatMut<'_>, &BlockEpilogue<'_>),
     ) {
         let plane = self.out_shape.plane();
-        let pixels = self.engine.block_pixels(block);
         let rect = Rect::new(
             channels.start * plane + pixels.start,
             plane,

@@ -247,7 +247,8 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
         out: &mut MatMut<'_>,
         work: &mut [f32],
     );
-    /// Computes `channels` × the block's pixels into `out`.
+    /// Computes `channels` × the block's pixels into `out`; or those of column units, given
+    /// `packed` from where [`Engine::unit_columns`] says their part starts.
     #[allow(clippy::too_many_arguments)]
     fn compute(
         &self,
@@ -262,6 +263,24 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
     );
     /// Floats of packed weights held.
     fn packed_weights(&self) -> usize;
+
+    /// Column units that `compute` of block `block` may be cut into, each unit's pixels
+    /// computed alone from its part of the packed block ([`Engine::unit_columns`]); 1
+    /// where it cannot be cut.
+    fn column_units(&self, _kernels: &Kernels, _block: usize) -> usize {
+        1
+    }
+
+    /// The pixels of column units `units` of block `block`, counted from the block's first,
+    /// and where their part of the packed block starts.
+    fn unit_columns(
+        &self,
+        _kernels: &Kernels,
+        block: usize,
+        _units: Range<usize>,
+    ) -> (Range<usize>, usize) {
+        (0..self.block_pixels(block).len(), 0)
+    }
 
     /// The engine's compute in two steps, if it has them (Winograd; `gang.rs` says why).
     fn two_step(&self) -> Option<&dyn TwoStep> {

@@ -426,6 +426,7 @@ fn gangs_of_every_width_are_bit_identical() {
 
     let rt = Runtime::builder().workers(16).pin(false).build().unwrap();
     let mut schedules = std::collections::HashSet::new();
+    let mut column_chunks = false;
     for (p, input, residual) in [
         // Winograd, one block (its 9.4 MB of transformed weights too large to cut it in
         // two, `SPLIT_WEIGHT_BLOCKS`): shared at any width > 1.
@@ -472,6 +473,14 @@ fn gangs_of_every_width_are_bit_identical() {
             Shape::new(16, 40, 40),
             false,
         ),
+        // Pointwise, one block of many columns for two or three weight panels: shared, its
+        // compute cut by columns too (`compute_split`), the last chunk holding a short
+        // tail (98 pixels), the residual read per chunk.
+        (
+            Conv2dParams::new(256, 16, 1, 1, 0),
+            Shape::new(256, 7, 14),
+            true,
+        ),
     ] {
         let (conv, x) = random_conv(p, input, 5);
         let r = random_vec(conv.out_shape().len(), 6);
@@ -515,6 +524,9 @@ fn gangs_of_every_width_are_bit_identical() {
                 let two_step = shared && c.algo().tile().is_some();
                 assert_eq!(workspace.products_allocated(), two_step, "{what}");
                 schedules.insert((schedule, two_step, c.blocks() > 1));
+                column_chunks |= shared
+                    && !two_step
+                    && c.compute_split(0, crate::kernel::gang_items(width)).1 > 1;
             }
         }
     }
@@ -530,6 +542,7 @@ fn gangs_of_every_width_are_bit_identical() {
             "(schedule, two steps, blocks > 1) {ran:?} ran"
         );
     }
+    assert!(column_chunks, "a shared block's compute cut by columns ran");
 }
 
 /// The direct path packs whole blocks into half of L2 where the weights are the smaller
