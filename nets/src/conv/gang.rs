@@ -13,7 +13,8 @@
 //!   many blocks (the early, large layers).
 //! - **Shared**: a block's packing units (direct: column panels; Winograd: input channels)
 //!   are packed, in up to [`gang_items`] items, into a buffer the gang shares;
-//!   then its weight panels, in as many groups, are multiplied by it. Two buffers
+//!   then its weight panels, in as many groups, are multiplied by it (a direct block
+//!   with many columns also by chunks of columns: [`Conv2d::compute_split`]). Two buffers
 //!   alternate, so packing block `b + 1` shares a phase with computing block `b`: `blocks +
 //!   1` phases in all. Best when there are few blocks (late layers: VGG16's `conv4`/`conv5`
 //!   are one block each).
