@@ -350,7 +350,8 @@ impl Conv2d {
     /// the 28×28 `128 → 512` 1×1 0.24 → 0.22, `layer3`'s first 1×1 0.46 → 0.41, AlexNet's
     /// `conv2` 1.33 → 1.10 and `conv4` 0.87 → 0.68; the other layers within that
     /// machine's noise (±10%). A margin (split only where it cut the reads by a quarter)
-    /// measured no better. Widths 1 and 2 split nothing in ResNet50, AlexNet or VGG16.
+    /// measured no better. On a 2-core Zen 4 VM (1 MB L2), widths 1 and 2 split nothing
+    /// in ResNet50, AlexNet or VGG16.
     pub(crate) fn compute_split(&self, block: usize, items: usize) -> (usize, usize) {
         let panels = self.params.out_channels.div_ceil(self.kernels.mr);
         let units = self.engine.column_units(self.kernels, block);
