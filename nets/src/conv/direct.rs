@@ -617,13 +617,13 @@ impl Engine for Direct {
         block: usize,
         units: Range<usize>,
     ) -> (Range<usize>, usize) {
-        let cols = self.block_pixels(block).len();
+        let pixels = self.block_pixels(block);
         let end = if units.end == self.column_units(kernels, block) {
-            cols
+            pixels.end
         } else {
-            units.end * self.nr
+            pixels.start + units.end * self.nr
         };
         let start = units.start * self.nr;
-        (start..end, start * self.kdim)
+        (pixels.start + start..end, start * self.kdim)
     }
 }

@@ -288,9 +288,7 @@ impl Conv2d {
                         let channels = self.group_channels(item / chunks, groups);
                         let units = self.engine.column_units(self.kernels, block);
                         let units = split_range(units, item % chunks, chunks);
-                        let (cols, at) = self.engine.unit_columns(self.kernels, block, units);
-                        let first = self.engine.block_pixels(block).start;
-                        let pixels = first + cols.start..first + cols.end;
+                        let (pixels, at) = self.engine.unit_columns(self.kernels, block, units);
                         let packed = buffers[block % 2]
                             .read()
                             .expect("the block is packed: its packing phase finished");

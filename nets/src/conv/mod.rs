@@ -271,15 +271,15 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
         1
     }
 
-    /// The pixels of column units `units` of block `block`, counted from the block's first,
-    /// and where their part of the packed block starts.
+    /// The pixels of column units `units` of block `block`, and where their part of the
+    /// packed block starts.
     fn unit_columns(
         &self,
         _kernels: &Kernels,
         block: usize,
         _units: Range<usize>,
     ) -> (Range<usize>, usize) {
-        (0..self.block_pixels(block).len(), 0)
+        (self.block_pixels(block), 0)
     }
 
     /// The engine's compute in two steps, if it has them (Winograd; `gang.rs` says why).
