@@ -8,13 +8,26 @@
 //! of `x`, which stays in L1/L2, while the rows stream from memory. Its speed is reported
 //! in GB/s against a copy bandwidth measured in the same run
 //! (`cargo bench -p taopipe-nets -- report`). Chunks: groups of output features, at most
-//! 32 (`ceil(out / 32)` features each); a row's sum does not depend on its chunk.
+//! [`FC_CHUNKS`] (`ceil(out / FC_CHUNKS)` features each), each its own item in a gang; a
+//! row's sum does not depend on its chunk.
 
 use crate::activation::relu;
 use crate::error::KernelError;
 use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
 use crate::simd::{Isa, Kernels};
 use crate::tensor::Shape;
+
+/// Chunks of an FC layer (a decision, from a measurement), each its own item in a gang,
+/// claimed as a rank gets free. An FC layer streams its weights from memory, so how fast a
+/// rank goes depends on what the other cores read at the time. With 32 chunks in 16
+/// items, one a rank, the last rank of a 16-wide gang ended VGG16's `fc6` 1.6 ms after
+/// the first, a third of the layer's 4.8 ms (16-core x86-64 Linux machine, every rank's
+/// start and end traced). With 128: the FC layers' sum went from medians of 1.72 to 1.59
+/// ms a frame in AlexNet and 4.77 to 4.19 in VGG16 at width 16 (`frame --width 16
+/// --profile`, six rounds, the builds taking turns, same machine), level at width 2 on a
+/// 2-core VM (AlexNet 7.56 against 7.37 ms, four rounds). An item is still a megabyte or
+/// more of weights in the zoo's big FC layers, so its claim costs nothing against it.
+const FC_CHUNKS: usize = 128;
 
 /// A fully connected layer.
 #[derive(Clone, Debug)]
@@ -76,7 +89,7 @@ impl Linear {
             weights,
             bias,
             relu,
-            chunks: ChunkPlan::new(out_features, 1, 1, 1),
+            chunks: ChunkPlan::targeting(out_features, 1, 1, 1, FC_CHUNKS),
             kernels: Isa::current()?.kernels(),
         })
     }
@@ -125,6 +138,11 @@ impl Kernel for Linear {
 
     fn plan(&self) -> &ChunkPlan {
         &self.chunks
+    }
+
+    /// Every chunk its own item ([`FC_CHUNKS`]).
+    fn gang_items(&self, _width: usize) -> usize {
+        self.chunks.count()
     }
 
     fn compute_chunk(

@@ -231,7 +231,7 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     ) {
         let _ = workspace;
         let chunks = self.chunks();
-        let items = chunks.min(gang_items(ctx.width()));
+        let items = chunks.min(self.gang_items(ctx.width()));
         ctx.share(
             1,
             |_| items,
@@ -243,6 +243,13 @@ pub trait Kernel: Send + Sync + fmt::Debug {
                 self.compute_chunks(inputs, run, &mut out, scratch);
             },
         );
+    }
+
+    /// Items a gang of `width` ranks shares the layer in under [`Kernel::run_rank`] (it
+    /// takes at most [`Kernel::chunks`]): [`gang_items`], unless the layer's chunks are
+    /// big enough that more items cost nothing measurable and balance better.
+    fn gang_items(&self, width: usize) -> usize {
+        gang_items(width)
     }
 
     /// Floats of each buffer of the [`Workspace`] pairs [`Kernel::run_rank`] may ask for
@@ -417,8 +424,19 @@ impl ChunkPlan {
     /// At most [`TARGET_CHUNKS`] chunks of at least `min_per` channels each (rounded up to
     /// a multiple of `multiple`).
     pub(crate) fn new(channels: usize, plane: usize, min_per: usize, multiple: usize) -> Self {
+        ChunkPlan::targeting(channels, plane, min_per, multiple, TARGET_CHUNKS)
+    }
+
+    /// As [`ChunkPlan::new`], with at most `target` chunks.
+    pub(crate) fn targeting(
+        channels: usize,
+        plane: usize,
+        min_per: usize,
+        multiple: usize,
+        target: usize,
+    ) -> Self {
         let channels = channels.max(1);
-        let mut per = channels.div_ceil(TARGET_CHUNKS).max(min_per.max(1));
+        let mut per = channels.div_ceil(target.max(1)).max(min_per.max(1));
         per = per.div_ceil(multiple.max(1)) * multiple.max(1);
         ChunkPlan {
             channels,
