@@ -27,7 +27,7 @@ use crate::tensor::Shape;
 /// --profile`, six rounds, the builds taking turns, same machine), level at width 2 on a
 /// 2-core VM (AlexNet 7.56 against 7.37 ms, four rounds). An item is still a megabyte or
 /// more of weights in the zoo's big FC layers, so its claim costs nothing against it.
-const FC_CHUNKS: usize = 128;
+pub const FC_CHUNKS: usize = 128;
 
 /// A fully connected layer.
 #[derive(Clone, Debug)]

@@ -59,7 +59,7 @@ pub use crate::batchnorm::{BatchNorm, fold_batchnorm};
 pub use crate::conv::{Conv2d, Conv2dParams, ConvAlgo};
 pub use crate::elementwise::{Add, Affine, Relu};
 pub use crate::error::KernelError;
-pub use crate::fc::Linear;
+pub use crate::fc::{FC_CHUNKS, Linear};
 pub use crate::frame::Frame;
 pub use crate::gap::GlobalAvgPool;
 pub use crate::kernel::{

@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use taopipe_dsl::{LayerKind, NetSpec, Source};
+use taopipe_nets::{FC_CHUNKS, TARGET_CHUNKS};
 
 /// How a layer is predicted: which regression of the [`Predictor`](super::Predictor) it
 /// uses. See the [module docs](super#layer-descriptors) for the sizes of each kind.
@@ -159,14 +160,18 @@ impl UnitDesc {
     }
 }
 
-/// Chunks of a layer of `channels` channels: at most 32 chunks of at least `min_per`
-/// channels, rounded up to a multiple of `multiple` — the nets crate's `ChunkPlan::new`
-/// (the facade checks the two agree on every layer of the zoo).
+/// Chunks of a layer of `channels` channels: at most [`TARGET_CHUNKS`] chunks of at least
+/// `min_per` channels, rounded up to a multiple of `multiple` — the nets crate's
+/// `ChunkPlan::new` (the facade checks the two agree on every layer of the zoo).
 fn chunk_count(channels: usize, min_per: usize, multiple: usize) -> u64 {
-    const TARGET_CHUNKS: usize = 32;
+    chunk_count_of(channels, min_per, multiple, TARGET_CHUNKS)
+}
+
+/// As [`chunk_count`], with at most `target` chunks ([`FC_CHUNKS`] for an FC layer).
+fn chunk_count_of(channels: usize, min_per: usize, multiple: usize, target: usize) -> u64 {
     let channels = channels.max(1);
     let multiple = multiple.max(1);
-    let per = channels.div_ceil(TARGET_CHUNKS).max(min_per.max(1));
+    let per = channels.div_ceil(target.max(1)).max(min_per.max(1));
     let per = (per.div_ceil(multiple) * multiple).min(channels);
     channels.div_ceil(per) as u64
 }
@@ -217,7 +222,7 @@ pub fn describe_layers(net: &NetSpec) -> Vec<LayerDesc> {
                     1,
                     input.elements().unwrap_or(u64::MAX),
                     *out_features as u64,
-                    chunk_count(*out_features, 1, 1),
+                    chunk_count_of(*out_features, 1, 1, FC_CHUNKS),
                 ));
                 if !*relu && absorbed(i, |k| matches!(k, LayerKind::Relu)) {
                     out.push(LayerDesc::new(Op::Free, 0, 0, 0, 1));

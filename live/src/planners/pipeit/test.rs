@@ -112,7 +112,15 @@ fn chunk_counts_follow_the_nets_rule() {
         out_features: f,
         relu: false,
     };
-    for (f, chunks) in [(10, 10), (32, 32), (1000, 32), (4096, 32), (33, 17)] {
+    // FC: ≤ 128 chunks (`FC_CHUNKS`) of any number of features
+    for (f, chunks) in [
+        (10, 10),
+        (32, 32),
+        (1000, 125),
+        (4096, 128),
+        (33, 33),
+        (129, 65),
+    ] {
         assert_eq!(one(fc(f), x).iters, chunks, "fc to {f}");
     }
     for (c, chunks) in [(3, 3), (64, 32), (96, 32), (33, 17)] {
