@@ -215,7 +215,7 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     /// buffers the gang may share. Every output element must come from the float operations of
     /// [`Kernel::compute_chunks`], whatever the width and whichever rank computes it.
     ///
-    /// The default cuts the chunks into at most [`gang_items`]`(width)` runs that
+    /// The default cuts the chunks into at most [`Kernel::gang_items`]`(width)` runs that
     /// the ranks claim as they get free, each computed into one claim of its range; a
     /// convolution overrides it to pack each input block once for the whole gang.
     ///
