@@ -77,8 +77,8 @@
 //!   after a convolution that only it reads is folded into the weights, a ReLU after such a
 //!   layer is fused, `flatten` is a reshape. [`describe_layers`] applies the same rule.
 //! - `n_iter` is the kernel's chunk count (the nets crate's `ChunkPlan` rule: at most 32
-//!   chunks of whole channels, 128 for FC; ≥ 4 channels per chunk for conv), not `N / ts`: our kernels
-//!   split output channels, not image-matrix rows.
+//!   chunks of whole channels, 128 for FC; ≥ 4 channels per chunk for conv), not
+//!   `N / ts`: our kernels split output channels, not image-matrix rows.
 //!
 //! # The predictor
 //!
