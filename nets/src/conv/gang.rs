@@ -269,7 +269,8 @@ impl Conv2d {
         // reads it.
         let len = |phase: usize| outputs(phase) + multiplied(phase) + packs(phase);
         ctx.share(blocks + lag, len, |phase, item| {
-            if item < outputs(phase) {
+            let writes = outputs(phase);
+            if item < writes {
                 let block = phase - lag;
                 match two {
                     Some((two, products)) => {
@@ -298,7 +299,7 @@ impl Conv2d {
                 }
                 return;
             }
-            let item = item - outputs(phase);
+            let item = item - writes;
             if let Some((two, products)) = two
                 && item < multiplied(phase)
             {
