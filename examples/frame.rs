@@ -6,6 +6,7 @@
 //! cargo run --release --example frame -- --net vgg16 --weights vgg16.safetensors --json frame.json
 //! cargo run --release --example frame -- --net resnet50 --width 1 --frames 10 --profile
 //! cargo run --release --example frame -- --net vgg16 --width 2 --peak
+//! cargo run --release --example frame -- --net resnet50 --width 2 --trace trace.json
 //! cargo run --release --example frame -- --net vgg16 --input x.f32 --output y.f32 --serve
 //! ```
 //! Weights are random (from `--seed`) unless `--weights` names a safetensors file exported
@@ -37,14 +38,17 @@
 mod common;
 
 use std::io::{BufRead, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use taopipe::live::report::{FrameReport, LayerTimeReport, LimitsReport};
+use taopipe::live::output::write_atomic;
+use taopipe::live::report::{
+    FrameReport, LayerTimeReport, LimitsReport, TimelineReport, chrome_trace,
+};
 use taopipe::live::{allowed_places, widest_place};
 use taopipe::nets::{BuildOptions, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
@@ -119,6 +123,12 @@ struct Cli {
     /// report.
     #[arg(long, conflicts_with = "serve")]
     peak: bool,
+    /// Record every rank's span of every layer over the timed frames and write them to FILE
+    /// as a Chrome trace (open it in ui.perfetto.dev or chrome://tracing: a row per worker).
+    /// Also prints, per frame, the ranks' time inside layers and how long a rank waited for
+    /// the last one at the layers' ends, and adds them to the JSON report.
+    #[arg(long, value_name = "FILE", value_parser = common::output_file, conflicts_with_all = ["serve", "check"])]
+    trace: Option<PathBuf>,
 }
 
 /// What every timed frame needs.
@@ -386,6 +396,11 @@ fn timed_run(
     let bar = ProgressBar::new(u64::from(cli.frames)).with_style(ProgressStyle::with_template(
         "{bar:30} {pos}/{len} frames {msg}",
     )?);
+    if cli.trace.is_some() {
+        // Room for every rank of every layer of every frame: one span per worker each.
+        let layers = model.spec().layers().len();
+        runner.rt.record_spans(cli.frames as usize * layers);
+    }
     let mut ms: Vec<f64> = Vec::new();
     for _ in 0..cli.frames {
         if interrupt.raised() {
@@ -399,6 +414,10 @@ fn timed_run(
     }
     bar.finish_and_clear();
     let timed = ms.len();
+    let timeline = match &cli.trace {
+        Some(path) => Some(write_trace(runner, path, timed)?),
+        None => None,
+    };
     let mut report = FrameReport::new(
         model,
         options,
@@ -416,6 +435,7 @@ fn timed_run(
     }
     report.checked_width1 = cli.check;
     report.limits = limits;
+    report.timeline = timeline;
     report.partial = interrupt.raised();
     // No median when a signal came before the first timed frame.
     if let (Some(median), Some(gflops)) = (report.median_ms, report.gflops) {
@@ -467,6 +487,37 @@ fn timed_run(
         json.write(&report)?;
     }
     Ok((output, timed))
+}
+
+/// `--trace`: takes the spans of the timed frames, writes them to `path` as a Chrome trace
+/// and prints what they add up to per frame.
+fn write_trace(runner: &Runner<'_>, path: &Path, frames: usize) -> anyhow::Result<TimelineReport> {
+    let spans = runner.rt.take_spans();
+    let layers = runner.model.spec().layers();
+    let name = |kind: &str, hint: u64| match layers.get(hint as usize) {
+        Some(layer) => layer.name().to_string(),
+        None => format!("{kind} {hint}"),
+    };
+    let json = serde_json::to_vec(&chrome_trace(&spans, name))?;
+    write_atomic(path, json).with_context(|| format!("writing {}", path.display()))?;
+    let t = TimelineReport::new(&spans, frames, name);
+    sayln!(
+        "trace: {} spans ({} dropped) in {}; per frame, the ranks spent {:.2} ms in layers, \
+         and {:.2} ms passed from a layer's first rank's end to its last's ({:.2} from start to start), summed over the layers",
+        t.spans,
+        t.dropped,
+        path.display(),
+        t.busy_ms_per_frame,
+        t.end_skew_ms_per_frame,
+        t.start_skew_ms_per_frame
+    );
+    let most: Vec<_> = t
+        .most_end_skew
+        .iter()
+        .map(|l| format!("{} {:.3} ms", l.layer, l.end_skew_ms))
+        .collect();
+    sayln!("trace: most end skew per frame: {}", most.join(", "));
+    Ok(t)
 }
 
 /// `--profile`: one line per layer, with its share of the median frame.

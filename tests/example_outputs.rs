@@ -178,6 +178,55 @@ fn json_to_stdout_leaves_stdout_to_the_json_alone() {
 }
 
 #[test]
+fn a_frame_trace_holds_every_rank_of_every_layer() {
+    let dir = scratch("outputs-trace");
+    let (trace, report) = (dir.join("trace.json"), dir.join("report.json"));
+    let out = run_example(
+        "frame",
+        &[
+            "--net",
+            "synth1",
+            "--width",
+            "2",
+            "--frames",
+            "3",
+            "--trace",
+            utf8(&trace),
+            "--json",
+            utf8(&report),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).expect("written")).expect("JSON")
+    };
+    let (trace, report) = (json(&trace), json(&report));
+    let layers = report["layers"].as_u64().expect("layers");
+    let events = trace["traceEvents"].as_array().expect("events");
+    // Two ranks of every layer in each of the three frames, each on its worker's row.
+    assert_eq!(events.len() as u64, 3 * 2 * layers, "{trace}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["ph"] == "X" && e["dur"].as_f64() >= Some(0.0))
+    );
+    for worker in 0..2 {
+        let on = events.iter().filter(|e| e["tid"] == worker).count() as u64;
+        assert_eq!(on, 3 * layers, "worker {worker}");
+    }
+    let timeline = &report["timeline"];
+    assert_eq!(
+        (timeline["spans"].as_u64(), timeline["frames"].as_u64()),
+        (Some(6 * layers), Some(3))
+    );
+    assert!(
+        timeline["busy_ms_per_frame"].as_f64() > Some(0.0),
+        "{timeline}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn reports_land_whole_and_a_plots_folder_is_created() {
     let dir = scratch("outputs-written");
     let (report, output, plots) = (

@@ -7,6 +7,8 @@
 //! - [`PlanReport`]: a given plan streamed in pipeline or switch mode, next to the
 //!   layer-parallel baseline.
 //! - [`CompareReport`]: every planner on the same machine state, one [`PlannerRow`] each.
+//! - [`TimelineReport`]: where the ranks of a frame's gangs waited (`frame --trace`), with
+//!   [`chrome_trace`] for a timeline viewer.
 //!
 //! Pipe-it's calibration report is its own planner's
 //! ([`CalibrationReport`](crate::planners::pipeit::CalibrationReport)).
@@ -24,10 +26,12 @@ use crate::tune::TuneOptions;
 mod compare;
 mod frame;
 mod plan;
+mod timeline;
 
 pub use compare::{CompareReport, PlannerRow};
 pub use frame::{FrameReport, LayerTimeReport, LimitsReport, TopClass};
 pub use plan::{PlanPart, PlanReport};
+pub use timeline::{LayerSkew, TimelineReport, chrome_trace};
 
 /// The OS CPUs of a run of workers, in worker order: what a report records next to each
 /// place or worker, so numbers from two machines are read on their own CPUs.

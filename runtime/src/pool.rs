@@ -16,6 +16,7 @@ use crate::prepared::PreparedGraph;
 use crate::ptt::{PlacePolicy, TraceSnapshot};
 use crate::registry::{Registry, WorkerThread};
 use crate::sleep::Sleep;
+use crate::spans::Spans;
 use crate::stats::Stats;
 use crate::task::{Task, TaskCtx};
 use crate::topology::{Topology, TopologyError};
@@ -322,6 +323,18 @@ impl Runtime {
         let cpus: Vec<Option<usize>> = t.cpus().iter().map(|c| t.pins().then_some(c.id)).collect();
         let clusters: Vec<usize> = (0..t.num_workers()).map(|w| t.cluster_of(w)).collect();
         self.registry.stats.snapshot(&cpus, &clusters)
+    }
+
+    /// Starts recording a [`Span`](crate::Span) for every task part that runs from now on,
+    /// with room for `capacity` per worker, allocated here (the `spans` module docs);
+    /// forgets any spans recorded before.
+    pub fn record_spans(&self, capacity: usize) {
+        self.registry.spans.start(capacity);
+    }
+
+    /// Stops recording spans and returns them (none if [`Runtime::record_spans`] never ran).
+    pub fn take_spans(&self) -> Spans {
+        self.registry.spans.take()
     }
 
     /// Zeroes the statistics.

@@ -50,6 +50,7 @@ use crate::graph::{GraphState, Key, Retired};
 use crate::place::Place;
 use crate::ptt::{PlacePolicy, TraceTable};
 use crate::sleep::Sleep;
+use crate::spans::{Part, SpanRecorder};
 use crate::stats::StatsCollector;
 use crate::task::{Placement, Task, TaskCtx};
 use crate::topology::Topology;
@@ -92,6 +93,7 @@ pub(crate) struct Registry {
     pub(crate) speeds: Speeds,
     pub(crate) ptt: TraceTable,
     pub(crate) stats: StatsCollector,
+    pub(crate) spans: SpanRecorder,
     pub(crate) policy: Mutex<PlacePolicy>,
     idle_spin: Duration,
     terminate: AtomicBool,
@@ -136,6 +138,7 @@ impl Registry {
             sleep,
             speeds: Speeds::new(n),
             stats: StatsCollector::new(n),
+            spans: SpanRecorder::new(n),
             policy: Mutex::new(policy),
             idle_spin,
             terminate: AtomicBool::new(false),
@@ -604,9 +607,21 @@ impl WorkerThread {
             registry.stats.record_part(worker, took);
             took
         };
-        registry
+        let took = registry
             .guarded(graph, node, worker, Some(Step::Stall), stall)
-            .unwrap_or_else(|| quanta::Instant::now().duration_since(start))
+            .unwrap_or_else(|| quanta::Instant::now().duration_since(start));
+        let task = &graph.tasks[node];
+        let part = Part {
+            kind: task.kind,
+            hint: task.hint,
+            rank: worker - place.leader(),
+            leader: place.leader(),
+            width: place.width(),
+            start,
+            took,
+        };
+        registry.spans.record(worker, part);
+        took
     }
 
     /// Records a finished task's time and releases its successors.

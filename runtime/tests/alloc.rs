@@ -1,7 +1,8 @@
 //! Steady-state runs of a prepared graph make no heap allocation, on any thread: dispatch,
 //! gangs and their barriers, completion, the trace table, the stats histograms, the
 //! emulated stall and rect claims on a `SharedSlice` all run off the allocator once a
-//! warm-up run has grown the queues.
+//! warm-up run has grown the queues; so do recorded spans, whose room is allocated when
+//! recording starts.
 
 mod counting;
 
@@ -121,4 +122,26 @@ fn prepared_graph_runs_allocate_nothing_after_warm_up() {
         RUNS * LAYERS as u64 * 2
     );
     assert_eq!(tally.sum.load(Ordering::SeqCst), RUNS * per_run);
+
+    // Recording spans allocates their room up front, and nothing while graphs run. Each
+    // worker runs one rank of every conv and one pool a layer.
+    let per_worker = RUNS as usize * LAYERS * 2;
+    rt.record_spans(per_worker);
+    let before = Count::now();
+    for _ in 0..RUNS {
+        rt.run_prepared(&graph).expect("run");
+    }
+    let spent = before.since();
+    let spans = rt.take_spans();
+    assert_eq!(
+        spent.allocations, 0,
+        "{RUNS} runs recording spans allocated {} times",
+        spent.allocations
+    );
+    assert_eq!((spans.spans.len(), spans.dropped), (2 * per_worker, 0));
+    let runs = spans.gang_runs();
+    assert_eq!(runs.len(), RUNS as usize * LAYERS * 3);
+    let convs = runs.iter().filter(|r| r.kind == "conv");
+    assert!(convs.clone().all(|r| r.parts == 2 && r.width == 2));
+    assert_eq!(convs.count(), RUNS as usize * LAYERS);
 }

@@ -9,8 +9,8 @@ use taopipe_runtime::{Place, Runtime, RuntimeError};
 /// one output.
 ///
 /// [`FrameReport::new`] fills in what the model and the times say; the caller sets where
-/// the weights and input came from, `checked_width1`, `partial`, `layer_times` and
-/// `limits`.
+/// the weights and input came from, `checked_width1`, `partial`, `layer_times`,
+/// `limits` and `timeline`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FrameReport {
     /// The net's name.
@@ -67,6 +67,10 @@ pub struct FrameReport {
     /// JSON otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limits: Option<Vec<LimitsReport>>,
+    /// What the ranks' spans over the timed frames add up to, when asked for (`frame
+    /// --trace`); absent from the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<super::TimelineReport>,
 }
 
 /// What some workers reach at once ([`probe::limits_on`]): the anchor a frame's GFLOP/s
@@ -254,6 +258,7 @@ impl FrameReport {
             partial: false,
             layer_times: None,
             limits: None,
+            timeline: None,
         }
     }
 }
