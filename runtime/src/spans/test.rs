@@ -22,20 +22,21 @@ fn span(kind: &'static str, worker: usize, leader: usize, width: usize, t: (u64,
     }
 }
 
+/// The gang runs of `spans`.
+fn runs_of(spans: Vec<Span>) -> Vec<GangRun> {
+    Spans { spans, dropped: 0 }.gang_runs()
+}
+
 #[test]
 fn gang_runs_join_overlapping_ranks_and_measure_their_skew() {
-    let spans = Spans {
-        spans: vec![
-            span("conv", 0, 0, 2, (0, 10)),
-            span("conv", 1, 0, 2, (2, 7)),
-            span("pool", 1, 1, 1, (8, 9)),
-            // The next run of the same conv: it starts after the last one ended.
-            span("conv", 0, 0, 2, (11, 20)),
-            span("conv", 1, 0, 2, (11, 21)),
-        ],
-        dropped: 0,
-    };
-    let runs = spans.gang_runs();
+    let runs = runs_of(vec![
+        span("conv", 0, 0, 2, (0, 10)),
+        span("conv", 1, 0, 2, (2, 7)),
+        span("pool", 1, 1, 1, (8, 9)),
+        // The next run of the same conv: it starts after the last one ended.
+        span("conv", 0, 0, 2, (11, 20)),
+        span("conv", 1, 0, 2, (11, 21)),
+    ]);
     assert_eq!(runs.len(), 3, "{runs:?}");
     let (a, pool, b) = (runs[0], runs[1], runs[2]);
     assert_eq!(
@@ -52,16 +53,12 @@ fn gang_runs_join_overlapping_ranks_and_measure_their_skew() {
 fn a_run_holds_one_span_per_rank() {
     // A late rank may start after the other ended (it found no items left): one run.
     // Then rank 0 again: the next run, even where rank 1's span of it was dropped.
-    let spans = Spans {
-        spans: vec![
-            span("fc", 0, 0, 2, (0, 5)),
-            span("fc", 1, 0, 2, (6, 7)),
-            span("fc", 0, 0, 2, (8, 9)),
-            span("fc", 0, 0, 2, (10, 11)),
-        ],
-        dropped: 1,
-    };
-    let runs = spans.gang_runs();
+    let runs = runs_of(vec![
+        span("fc", 0, 0, 2, (0, 5)),
+        span("fc", 1, 0, 2, (6, 7)),
+        span("fc", 0, 0, 2, (8, 9)),
+        span("fc", 0, 0, 2, (10, 11)),
+    ]);
     let parts: Vec<_> = runs.iter().map(|r| (r.parts, r.start, r.end)).collect();
     assert_eq!(
         parts,
