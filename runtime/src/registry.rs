@@ -610,17 +610,18 @@ impl WorkerThread {
         let took = registry
             .guarded(graph, node, worker, Some(Step::Stall), stall)
             .unwrap_or_else(|| quanta::Instant::now().duration_since(start));
-        let task = &graph.tasks[node];
-        let part = Part {
-            kind: task.kind,
-            hint: task.hint,
-            rank: worker - place.leader(),
-            leader: place.leader(),
-            width: place.width(),
-            start,
-            took,
-        };
-        registry.spans.record(worker, part);
+        registry.spans.record(worker, || {
+            let task = &graph.tasks[node];
+            Part {
+                kind: task.kind,
+                hint: task.hint,
+                rank: worker - place.leader(),
+                leader: place.leader(),
+                width: place.width(),
+                start,
+                took,
+            }
+        });
         took
     }
 

@@ -199,10 +199,12 @@ impl SpanRecorder {
     }
 
     /// Records `worker`'s part if recording is on: no allocation, the log has its room.
-    pub(crate) fn record(&self, worker: usize, part: Part) {
+    /// `part` is only called then, so a task part pays one load while recording is off.
+    pub(crate) fn record(&self, worker: usize, part: impl FnOnce() -> Part) {
         if !self.on.load(Ordering::Relaxed) {
             return;
         }
+        let part = part();
         let mut log = self.logs[worker].lock();
         let Some(epoch) = log.epoch else { return };
         if log.spans.len() == log.spans.capacity() {
