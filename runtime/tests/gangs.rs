@@ -4,7 +4,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
@@ -217,6 +217,75 @@ fn shared_items_run_once_each_in_phase_order() {
             );
         }
     }
+}
+
+/// At width 2 rank 0 claims a one-phase share's items from the front and rank 1 from the
+/// back, so each takes the same end of every layer (and reads what it wrote a layer
+/// before): rank 0's items are a prefix and rank 1's the rest, whatever the timing.
+#[test]
+fn a_pair_claims_one_phase_from_both_ends() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let owner = Arc::new((0..19).map(|_| AtomicUsize::new(2)).collect::<Vec<_>>());
+    for _ in 0..50 {
+        let seen = owner.clone();
+        rt.run_on(Place::new(0, 2), move |ctx| {
+            ctx.share(
+                1,
+                |_| 19,
+                |_, item| {
+                    seen[item].store(ctx.rank(), Ordering::SeqCst);
+                    common::spin_for(5 + (item % 4) as u64 * 5);
+                },
+            );
+        })
+        .expect("runs");
+        let ranks: Vec<usize> = owner.iter().map(|r| r.load(Ordering::SeqCst)).collect();
+        assert!(
+            ranks.is_sorted() && ranks.iter().all(|&r| r < 2),
+            "{ranks:?}"
+        );
+    }
+}
+
+/// A share of several phases is claimed from the front only, so that a phase's small
+/// items, placed last, fill its end: rank 1, arriving while rank 0 runs item 2 of 6,
+/// takes item 3, not item 5.
+#[test]
+fn a_longer_share_is_claimed_from_the_front() {
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let first = Arc::new(AtomicUsize::new(usize::MAX));
+    let at_two = Arc::new(AtomicBool::new(false));
+    let (seen, two) = (first.clone(), at_two.clone());
+    common::within(Duration::from_secs(30), "a longer share", move || {
+        rt.run_on(Place::new(0, 2), move |ctx| {
+            if ctx.rank() == 1 {
+                while !two.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+            }
+            ctx.share(
+                2,
+                |p| [6, 3][p],
+                |p, item| {
+                    if ctx.rank() == 1 {
+                        let _ = seen.compare_exchange(
+                            usize::MAX,
+                            item,
+                            Ordering::SeqCst,
+                            Ordering::SeqCst,
+                        );
+                    } else if (p, item) == (0, 2) {
+                        two.store(true, Ordering::SeqCst);
+                        while seen.load(Ordering::SeqCst) == usize::MAX {
+                            std::hint::spin_loop();
+                        }
+                    }
+                },
+            );
+        })
+    })
+    .expect("runs");
+    assert_eq!(first.load(Ordering::SeqCst), 3);
 }
 
 /// A rank that comes late leaves its items to the others: rank 1 of 2 enters `share` only
