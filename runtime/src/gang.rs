@@ -142,7 +142,7 @@ impl GangSync {
         // Both ends for one phase only: a phase of several mixes large items with small
         // ones placed last to even out its end, and a claim from the back would take
         // those first (VGG16 at width 2 ran 2% slower so).
-        let front = phases > 1 || rank % 2 == 0;
+        let front = phases > 1 || rank.is_multiple_of(2);
         // This rank's view: the phase it is in, where that phase starts, and its length.
         let (mut phase, mut start) = (0, 0);
         let Some(mut n) = (phases > 0).then(|| len(0)) else {
