@@ -171,10 +171,10 @@ impl TaskCtx<'_> {
     /// Unlike [`TaskCtx::split`], a rank that is late (descheduled by the OS, or on a core
     /// that a governor or a neighbour slowed) takes fewer items instead of holding the
     /// gang back. Which rank runs an item must not change the item's result: then results
-    /// stay bit-identical for every width. In a share of one phase even ranks take items
-    /// from the front, odd ranks from the back, so a pair that runs layer after layer split
-    /// the same way keeps each rank on the same end of every layer, near the data it wrote.
-    /// Phases of a longer share are claimed from the front only: put small items last.
+    /// stay bit-identical for every width. In a one-phase share of a gang of two, rank 0
+    /// takes items from the front and rank 1 from the back, so a pair that runs layer after
+    /// layer split the same way keeps each rank on the same end of every layer, near the
+    /// data it wrote. Otherwise items are claimed from the front: put small items last.
     ///
     /// # Panics
     /// If another rank of the task panicked while this one waits for a phase.
