@@ -247,45 +247,50 @@ fn a_pair_claims_one_phase_from_both_ends() {
     }
 }
 
-/// A share of several phases is claimed from the front only, so that a phase's small
-/// items, placed last, fill its end: rank 1, arriving while rank 0 runs item 2 of 6,
-/// takes item 3, not item 5.
+/// A share of several phases, or any share of a gang wider than two, is claimed from the
+/// front only (a phase's small items, placed last, fill its end): rank 1, arriving while
+/// rank 0 runs item 2 of 6, takes item 3, not item 5. A third rank waits until it has.
 #[test]
-fn a_longer_share_is_claimed_from_the_front() {
-    let rt = Runtime::builder().workers(2).build().expect("runtime");
-    let first = Arc::new(AtomicUsize::new(usize::MAX));
-    let at_two = Arc::new(AtomicBool::new(false));
-    let (seen, two) = (first.clone(), at_two.clone());
-    common::within(Duration::from_secs(30), "a longer share", move || {
-        rt.run_on(Place::new(0, 2), move |ctx| {
-            if ctx.rank() == 1 {
-                while !two.load(Ordering::SeqCst) {
-                    std::hint::spin_loop();
-                }
-            }
-            ctx.share(
-                2,
-                |p| [6, 3][p],
-                |p, item| {
-                    if ctx.rank() == 1 {
-                        let _ = seen.compare_exchange(
-                            usize::MAX,
-                            item,
-                            Ordering::SeqCst,
-                            Ordering::SeqCst,
-                        );
-                    } else if (p, item) == (0, 2) {
-                        two.store(true, Ordering::SeqCst);
-                        while seen.load(Ordering::SeqCst) == usize::MAX {
-                            std::hint::spin_loop();
-                        }
+fn longer_shares_and_wider_gangs_claim_from_the_front() {
+    let rt = Arc::new(Runtime::builder().workers(3).build().expect("runtime"));
+    for (width, phases) in [(2, vec![6, 3]), (3, vec![6])] {
+        let first = Arc::new(AtomicUsize::new(usize::MAX));
+        let at_two = Arc::new(AtomicBool::new(false));
+        let (seen, two, rt) = (first.clone(), at_two.clone(), rt.clone());
+        common::within(Duration::from_secs(30), "front claims", move || {
+            rt.run_on(Place::new(0, width), move |ctx| {
+                let wait_for = |done: &dyn Fn() -> bool| {
+                    while !done() {
+                        std::hint::spin_loop();
                     }
-                },
-            );
+                };
+                match ctx.rank() {
+                    0 => {}
+                    1 => wait_for(&|| two.load(Ordering::SeqCst)),
+                    _ => wait_for(&|| seen.load(Ordering::SeqCst) != usize::MAX),
+                }
+                ctx.share(
+                    phases.len(),
+                    |p| phases[p],
+                    |p, item| {
+                        if ctx.rank() == 1 {
+                            let _ = seen.compare_exchange(
+                                usize::MAX,
+                                item,
+                                Ordering::SeqCst,
+                                Ordering::SeqCst,
+                            );
+                        } else if ctx.rank() == 0 && (p, item) == (0, 2) {
+                            two.store(true, Ordering::SeqCst);
+                            wait_for(&|| seen.load(Ordering::SeqCst) != usize::MAX);
+                        }
+                    },
+                );
+            })
         })
-    })
-    .expect("runs");
-    assert_eq!(first.load(Ordering::SeqCst), 3);
+        .expect("runs");
+        assert_eq!(first.load(Ordering::SeqCst), 3, "width {width}");
+    }
 }
 
 /// A rank that comes late leaves its items to the others: rank 1 of 2 enters `share` only
