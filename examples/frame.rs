@@ -98,8 +98,9 @@ struct Cli {
     /// Also run every frame on one worker and fail unless the outputs are bit-identical.
     #[arg(long)]
     check: bool,
-    /// Convolution algorithms: `auto` (Winograd F(4×4,3×3) or F(2×2,3×3) where it pays
-    /// off, else the direct path) or `direct` (the direct path everywhere, for A/B runs).
+    /// Convolution algorithms: `auto` (Winograd F(4×4,3×3), F(2×2,3×3) or F(2×2,5×5) where
+    /// it pays off, else the direct path) or `direct` (the direct path everywhere, for A/B
+    /// runs).
     #[arg(long, value_enum, default_value_t = ConvChoice::Auto)]
     conv: ConvChoice,
     /// Give every layer an output buffer of its own instead of the memory plan's shared

@@ -363,14 +363,17 @@ fn bad_plans_are_refused_naming_the_value() {
     }
 }
 
-/// Output rows `r0..r1` of a 3×3, stride 1, padding 1 convolution, computed by a convolution
-/// of the input rows they see (zero rows where the padding is) with padding on W only.
+/// Output rows `r0..r1` of a stride-1 convolution padded by `pad` on both axes (a square
+/// kernel of side `2·pad + 1`), computed by a convolution of the input rows they see (zero
+/// rows where the padding is) with padding on W only.
 fn row_slab(conv: &Conv2d, x: &[f32], (r0, r1): (usize, usize)) -> Vec<f32> {
     let s = conv.in_shape();
-    let rows = r1 - r0 + 2;
+    let pad = conv.params().padding.0;
+    let rows = r1 - r0 + 2 * pad;
     let mut slab = vec![0.0; s.c * rows * s.w];
+    let from = r0 as isize - pad as isize;
     for c in 0..s.c {
-        for (j, iy) in (r0 as isize - 1..r1 as isize + 1).enumerate() {
+        for (j, iy) in (from..from + rows as isize).enumerate() {
             if let Ok(iy) = usize::try_from(iy)
                 && iy < s.h
             {
@@ -380,7 +383,7 @@ fn row_slab(conv: &Conv2d, x: &[f32], (r0, r1): (usize, usize)) -> Vec<f32> {
         }
     }
     let p = Conv2dParams {
-        padding: (0, 1),
+        padding: (0, pad),
         ..*conv.params()
     };
     let sub = Conv2d::new(
@@ -397,18 +400,32 @@ fn row_slab(conv: &Conv2d, x: &[f32], (r0, r1): (usize, usize)) -> Vec<f32> {
 
 /// The direct path computes each output from its window alone, so a row slab matches the
 /// whole convolution at every cut; Winograd only at cuts on its tiles' rows (every 4 rows
-/// for F(4×4), every 2 for F(2×2)).
+/// for F(4×4), every 2 for F(2×2) and F(2×2, 5×5)).
 #[test]
 fn row_slabs_match_the_direct_path_at_every_row_and_winograd_on_its_tiles() {
     let (c, h, w, k) = (32, 28, 28, 24);
-    let p = Conv2dParams::new(c, k, 3, 1, 1);
-    let conv = Conv2d::new(p, Shape::new(c, h, w), input(p.weight_len(), 2), None).expect("conv");
-    let x = input(c * h * w, 1);
-    for algo in ConvAlgo::ALL {
+    for kernel in [3, 5] {
+        let p = Conv2dParams::new(c, k, kernel, 1, kernel / 2);
+        let conv =
+            Conv2d::new(p, Shape::new(c, h, w), input(p.weight_len(), 2), None).expect("conv");
+        check_row_slabs(&conv, &input(c * h * w, 1));
+    }
+}
+
+/// Every algorithm that applies to `conv`, cut into row slabs at every row (the test above).
+fn check_row_slabs(conv: &Conv2d, x: &[f32]) {
+    let (s, k) = (conv.in_shape(), conv.params().out_channels);
+    let (h, w) = (s.h, s.w);
+    let mut algos = 0;
+    for algo in ConvAlgo::ALL
+        .into_iter()
+        .filter(|a| a.applies(conv.params()))
+    {
+        algos += 1;
         let conv = conv.clone().with_algo(algo).expect("applies");
-        let whole = conv.forward(&[&x], &mut Scratch::new());
+        let whole = conv.forward(&[x], &mut Scratch::new());
         for cut in 1..h {
-            let (top, bottom) = (row_slab(&conv, &x, (0, cut)), row_slab(&conv, &x, (cut, h)));
+            let (top, bottom) = (row_slab(&conv, x, (0, cut)), row_slab(&conv, x, (cut, h)));
             let mut diff = 0;
             for ch in 0..k {
                 for y in 0..h {
@@ -437,4 +454,6 @@ fn row_slabs_match_the_direct_path_at_every_row_and_winograd_on_its_tiles() {
             }
         }
     }
+    // The direct path and one or two Winograd tilings.
+    assert!(algos >= 2, "{:?}: only {algos} algorithm(s)", conv.params());
 }

@@ -1,6 +1,7 @@
-//! Winograd against the direct path on whole nets: VGG16 and ResNet50 with He-initialised
-//! random weights (torchvision's scheme) give the same top-5 classes, and outputs within
-//! the documented error bound, with every 3×3 convolution on Winograd or on the direct path.
+//! Winograd against the direct path on whole nets: VGG16, ResNet50 and AlexNet with
+//! He-initialised random weights (torchvision's scheme) give the same top-5 classes, and
+//! outputs within the documented error bound, with every 3×3 (and AlexNet's 5×5)
+//! convolution on Winograd or on the direct path.
 
 use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
 use taopipe_runtime::{Place, Runtime};
@@ -55,4 +56,9 @@ fn vgg16_top5_is_the_direct_paths() {
 #[test]
 fn resnet50_top5_is_the_direct_paths() {
     compare("resnet50");
+}
+
+#[test]
+fn alexnet_top5_is_the_direct_paths() {
+    compare("alexnet");
 }

@@ -7,7 +7,8 @@
 //! 1. [`ConvAlgo::Winograd`] (F(4×4, 3×3)) or [`ConvAlgo::Winograd2`] (F(2×2, 3×3)) —
 //!    3×3, stride 1, padding ≤ 1, enough channels and output tiles that the transforms pay
 //!    off; F(2×2) on planes too small for F(4×4)'s tiles (see [`winograd`] for the rule and
-//!    its measurements).
+//!    its measurements). [`ConvAlgo::Winograd5`] (F(2×2, 5×5)) likewise for 5×5, stride 1,
+//!    padding ≤ 2.
 //! 2. [`ConvAlgo::Direct`] — everything else: im2col into the micro-kernel's panels, then
 //!    the blocked GEMM (a 1×1 stride-1 unpadded conv packs plain copies).
 //!
@@ -150,27 +151,32 @@ pub enum ConvAlgo {
     Winograd,
     /// Winograd F(2×2, 3×3): where F(4×4) applies; chosen on small planes.
     Winograd2,
+    /// Winograd F(2×2, 5×5): 5×5, stride 1, padding ≤ 2.
+    Winograd5,
 }
 
 impl ConvAlgo {
     /// Every algorithm.
-    pub const ALL: [ConvAlgo; 3] = [ConvAlgo::Winograd, ConvAlgo::Winograd2, ConvAlgo::Direct];
+    pub const ALL: [ConvAlgo; 4] = [
+        ConvAlgo::Winograd,
+        ConvAlgo::Winograd2,
+        ConvAlgo::Winograd5,
+        ConvAlgo::Direct,
+    ];
 
     /// The first case that applies to `p` on `input` (module doc).
     pub fn choose(p: &Conv2dParams, input: Shape) -> ConvAlgo {
         match winograd::pays_off(p, input) {
             Some(Tile::F4) => ConvAlgo::Winograd,
             Some(Tile::F2) => ConvAlgo::Winograd2,
+            Some(Tile::F2K5) => ConvAlgo::Winograd5,
             None => ConvAlgo::Direct,
         }
     }
 
     /// Whether the algorithm can run `p`.
     pub fn applies(self, p: &Conv2dParams) -> bool {
-        match self {
-            ConvAlgo::Direct => true,
-            ConvAlgo::Winograd | ConvAlgo::Winograd2 => winograd::applies(p),
-        }
+        self.tile().is_none_or(|t| t.applies(p))
     }
 
     /// A short name.
@@ -179,6 +185,7 @@ impl ConvAlgo {
             ConvAlgo::Direct => "direct",
             ConvAlgo::Winograd => "winograd",
             ConvAlgo::Winograd2 => "winograd2",
+            ConvAlgo::Winograd5 => "winograd5",
         }
     }
 
@@ -188,6 +195,7 @@ impl ConvAlgo {
             ConvAlgo::Direct => None,
             ConvAlgo::Winograd => Some(Tile::F4),
             ConvAlgo::Winograd2 => Some(Tile::F2),
+            ConvAlgo::Winograd5 => Some(Tile::F2K5),
         }
     }
 }
@@ -684,7 +692,7 @@ impl Kernel for Conv2d {
     fn in_place_input(&self) -> bool {
         self.residual
             && match self.algo {
-                ConvAlgo::Winograd | ConvAlgo::Winograd2 => true,
+                ConvAlgo::Winograd | ConvAlgo::Winograd2 | ConvAlgo::Winograd5 => true,
                 ConvAlgo::Direct => {
                     self.params.weight_len() / self.params.out_channels <= self.blocking.kc
                 }

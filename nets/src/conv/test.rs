@@ -33,7 +33,9 @@ fn variants(conv: &Conv2d) -> Vec<Conv2d> {
 fn tolerance(algo: ConvAlgo) -> f32 {
     match algo {
         ConvAlgo::Direct => TOL,
-        ConvAlgo::Winograd | ConvAlgo::Winograd2 => winograd::ERROR_BOUND as f32,
+        ConvAlgo::Winograd | ConvAlgo::Winograd2 | ConvAlgo::Winograd5 => {
+            winograd::ERROR_BOUND as f32
+        }
     }
 }
 
@@ -103,6 +105,19 @@ proptest! {
         let (conv, x) = random_conv(p, input, seed);
         check_against_naive(&conv, &x);
     }
+
+    /// 5×5 stride-1 layers, where F(2×2, 5×5) applies, with odd sizes and every padding.
+    #[test]
+    fn five_by_five_matches_naive(
+        c in 1usize..=20, k in 1usize..=20, h in 1usize..=17, w in 1usize..=17,
+        padding in 0usize..=2, relu: bool, seed in 0u64..10_000,
+    ) {
+        let p = Conv2dParams::new(c, k, 5, 1, padding).with_relu(relu);
+        let input = Shape::new(c, h, w);
+        prop_assume!(p.out_shape(input).is_ok());
+        let (conv, x) = random_conv(p, input, seed);
+        check_against_naive(&conv, &x);
+    }
 }
 
 #[test]
@@ -122,6 +137,10 @@ fn algorithm_order() {
     assert_eq!(choose(64, 256, 1, 1, 0, 56), ConvAlgo::Direct);
     assert_eq!(choose(64, 64, 3, 2, 1, 56), ConvAlgo::Direct);
     assert_eq!(choose(64, 64, 3, 1, 2, 56), ConvAlgo::Direct);
+    // AlexNet's `conv2`: 14×14 tiles of F(2×2, 5×5); a 5×5 conv with padding 3 cannot.
+    assert_eq!(choose(64, 192, 5, 1, 2, 27), ConvAlgo::Winograd5);
+    assert_eq!(choose(64, 192, 5, 1, 3, 27), ConvAlgo::Direct);
+    assert_eq!(choose(64, 192, 5, 2, 2, 27), ConvAlgo::Direct);
     let conv = Conv2d::new(
         Conv2dParams::new(3, 8, 3, 2, 1),
         Shape::new(3, 9, 9),
@@ -167,6 +186,11 @@ fn multi_block_layers_match_naive() {
         (Conv2dParams::new(70, 20, 1, 1, 0), Shape::new(70, 31, 33)),
         (Conv2dParams::new(3, 12, 7, 2, 3), Shape::new(3, 64, 60)),
         (Conv2dParams::new(20, 30, 3, 1, 0), Shape::new(20, 37, 29)),
+        // AlexNet's `conv2`: F(2×2, 5×5) in four blocks.
+        (
+            Conv2dParams::new(64, 192, 5, 1, 2).with_relu(true),
+            Shape::new(64, 27, 27),
+        ),
     ] {
         let (conv, x) = random_conv(p, input, 7);
         check_against_naive(&conv, &x);
@@ -288,7 +312,7 @@ fn residuals_in_place_where_the_output_still_holds_them() {
         let kc = c.blocking.kc;
         let fused = c.with_residual(true);
         let want = match fused.algo() {
-            ConvAlgo::Winograd | ConvAlgo::Winograd2 => true,
+            ConvAlgo::Winograd | ConvAlgo::Winograd2 | ConvAlgo::Winograd5 => true,
             ConvAlgo::Direct => 64 * 9 <= kc,
         };
         assert_eq!(
@@ -378,7 +402,7 @@ fn conv_propagates_nan_and_inf() {
             let got = c.forward(&[&x], &mut Scratch::new());
             match c.algo() {
                 ConvAlgo::Direct => assert_close(&got, &want, &scale, TOL, &what),
-                ConvAlgo::Winograd | ConvAlgo::Winograd2 => {
+                ConvAlgo::Winograd | ConvAlgo::Winograd2 | ConvAlgo::Winograd5 => {
                     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
                         if w.is_nan() || w == f32::INFINITY {
                             assert!(!g.is_finite(), "{what}: element {i}: {g}, want {w}");
@@ -447,6 +471,12 @@ fn gangs_of_every_width_are_bit_identical() {
             Conv2dParams::new(64, 60, 3, 1, 1),
             Shape::new(64, 64, 64),
             false,
+        ),
+        // Winograd F(2×2, 5×5) (AlexNet's `conv2` with fewer channels), with a residual.
+        (
+            Conv2dParams::new(24, 40, 5, 1, 2).with_relu(true),
+            Shape::new(24, 27, 27),
+            true,
         ),
         // Direct, many blocks.
         (

@@ -1,14 +1,18 @@
-//! Winograd F(m×m, 3×3) for 3×3 stride-1 convolutions (Lavin & Gray 2016): [`Tile::F4`]
-//! (interpolation points 0, ±1, ±2, ∞) and [`Tile::F2`] (0, ±1, ∞).
+//! Winograd F(m×m, r×r) for stride-1 convolutions (Lavin & Gray 2016): for 3×3 kernels
+//! [`Tile::F4`] (interpolation points 0, ±1, ±2, ∞) and [`Tile::F2`] (0, ±1, ∞); for 5×5
+//! kernels [`Tile::F2K5`] (0, ±1, ±2, ∞, as F(4×4, 3×3)).
 //!
-//! Each m×m output tile comes from a t×t input tile `d` (`t = m + 2`):
+//! Each m×m output tile comes from a t×t input tile `d` (`t = m + r − 1`):
 //! `Y = Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A`. The t² element-wise products, summed over input
 //! channels, are t² GEMMs `M_ξ[K × tiles] = U_ξ[K × C] · V_ξ[C × tiles]`: F(4×4) does 36
-//! multiplies per 16 outputs instead of 144 (4×), F(2×2) 16 per 4 instead of 36 (2.25×).
+//! multiplies per 16 outputs instead of 144 (4×), F(2×2) 16 per 4 instead of 36 (2.25×),
+//! F(2×2, 5×5) 36 per 4 instead of 100 (2.8×).
 //! The weights `U = G g Gᵀ` are transformed in f64 and packed, one [`PackedA`] per ξ, at
 //! build; a block's input transform `V = Bᵀ d B` is packed straight into the GEMM's column
 //! panels (tiles along the panel), and the output transform applies bias, residual and
-//! ReLU as it stores. Both tilings run the same code, generic over `m`.
+//! ReLU as it stores. Every tiling runs the same code, generic over `m` and `t`. The input
+//! transform `Bᵀ` depends only on the points, so F(2×2, 5×5) shares F(4×4, 3×3)'s; its
+//! `Aᵀ` is F(4×4)'s first two rows, the point at ∞ moved to the second.
 //!
 //! # Blocks
 //! A block is whole rows of tiles, so its output is a contiguous run of each channel
@@ -20,14 +24,25 @@
 //!
 //! # Accuracy
 //! The transforms' constants (up to 5 in `Bᵀ`, 8 in `Aᵀ`, 1/24 in `G` for F(4×4); 1 and
-//! 1/2 for F(2×2)) amplify rounding: measured against an f64 direct convolution the error
-//! stays below [`ERROR_BOUND`]` · Σ|w·x|` per output for both (tested on random layers and
-//! on VGG16/ResNet50 shapes), about 5–10× the direct path's for F(4×4).
+//! 1/2 for F(2×2); 5, 2 and 2/3 for F(2×2, 5×5)) amplify rounding: measured against an f64
+//! direct convolution the error stays below [`ERROR_BOUND`]` · Σ|w·x|` per output for all
+//! three (tested on random layers and on VGG16, ResNet50 and AlexNet shapes), about 5–10×
+//! the direct path's for F(4×4). On AlexNet's `conv2` shape (`64 → 192`, 27×27, random
+//! weights) the worst output was 9e-7 of its `Σ|w·x|` with F(2×2, 5×5), 2e-7 with the
+//! direct path; on the same shape with a 3×3 kernel, 1.7e-6 with F(4×4).
 //!
 //! # When it pays off, and which tiling
 //! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels, then F(4×4) if it
 //! makes at least [`MIN_TILES`] output tiles (one AVX-512 panel), else F(2×2) if that
-//! does, else the direct path.
+//! does, else the direct path; for a 5×5 kernel, F(2×2, 5×5) if it makes [`MIN_TILES`].
+//! AlexNet's `conv2` (`64 → 192` on 27×27, 196 tiles) took 4.43–4.53 ms a frame on the
+//! direct path and 2.98–3.05 with F(2×2, 5×5) at width 1 (its runs of output channels cut
+//! to fit the cache, `run_channels`), and AlexNet's frame went from 21.7 to 19.6 ms at
+//! width 1 and from 13.0 to 12.5 at width 2 (medians of 10 and 14 rounds of `frame
+//! --serve` builds taking turns, 2-core Zen 4 VM; level, 12.2 ms, in 5 rounds where its
+//! two cores shared no L3). ONNX Runtime's direct kernel takes 4.05 ms there
+//! (`bench/peers/ort_profile.py alexnet 1 30`).
+//!
 //! - With fewer channels the transforms (per input channel and per output channel) cost
 //!   more than the multiplies saved in the GEMMs.
 //! - With few tiles the GEMMs' `n` (the tile count) is short, and the transformed weights
@@ -57,8 +72,8 @@ use crate::simd::{Kernels, MatMut, Residual};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, split_range};
 
-/// A tiling F(m×m, 3×3): the output tile side `m`, and with it the input tile side
-/// `m + 2` and the `(m + 2)²` transform positions.
+/// A tiling F(m×m, r×r): the output tile side `m`, the kernel side `r`, and with them the
+/// input tile side `t = m + r − 1` and the `t²` transform positions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Tile {
     /// F(2×2, 3×3) (points 0, ±1): 16 GEMMs per 4 outputs, 2.25× fewer multiplies than
@@ -66,23 +81,34 @@ pub enum Tile {
     F2,
     /// F(4×4, 3×3) (points 0, ±1, ±2): 36 GEMMs per 16 outputs, 4× fewer multiplies.
     F4,
+    /// F(2×2, 5×5) (points 0, ±1, ±2, as F(4×4, 3×3), whose `Bᵀ` it shares): 36 GEMMs per
+    /// 4 outputs, 2.8× fewer multiplies than direct's 100.
+    F2K5,
 }
 
 impl Tile {
     /// Output tile side `m`.
     pub const fn m(self) -> usize {
         match self {
-            Tile::F2 => 2,
+            Tile::F2 | Tile::F2K5 => 2,
             Tile::F4 => 4,
         }
     }
 
-    /// Input tile side `m + 2`.
-    pub const fn t(self) -> usize {
-        self.m() + 2
+    /// Kernel side `r`.
+    pub const fn r(self) -> usize {
+        match self {
+            Tile::F2 | Tile::F4 => 3,
+            Tile::F2K5 => 5,
+        }
     }
 
-    /// Transform positions `ξ` (GEMMs per block): `(m + 2)²`.
+    /// Input tile side `m + r − 1`.
+    pub const fn t(self) -> usize {
+        self.m() + self.r() - 1
+    }
+
+    /// Transform positions `ξ` (GEMMs per block): `t²`.
     pub const fn positions(self) -> usize {
         self.t() * self.t()
     }
@@ -92,11 +118,18 @@ impl Tile {
         oh.div_ceil(self.m()) * ow.div_ceil(self.m())
     }
 
-    /// The rows of `G` (`t × 3`).
-    fn g(self) -> &'static [[f64; 3]] {
+    /// Whether the tiling can run `p`: an `r×r` kernel, stride 1, padding at most `r / 2`.
+    pub fn applies(self, p: &Conv2dParams) -> bool {
+        let (r, most) = (self.r(), self.r() / 2);
+        p.kernel == (r, r) && p.stride == (1, 1) && p.padding.0 <= most && p.padding.1 <= most
+    }
+
+    /// `G[a][i]` (`t × r`).
+    fn g(self, a: usize, i: usize) -> f64 {
         match self {
-            Tile::F2 => &G2,
-            Tile::F4 => &G4,
+            Tile::F2 => G2[a][i],
+            Tile::F4 => G4[a][i],
+            Tile::F2K5 => G2K5[a][i],
         }
     }
 }
@@ -120,24 +153,38 @@ pub const MIN_TILES: usize = 32;
 /// 2 and 2.0 ms more at width 1, so they stay whole.
 pub const SPLIT_WEIGHT_BLOCKS: usize = 4;
 
+/// Output channels per run of a block's GEMMs and output transforms (a decision, from a
+/// measurement): half of `mc`, the GEMM's row block, but no more than the `c` input
+/// channels rounded up to whole `mr`-row panels. A run's products take `t²·run` rows of
+/// tiles, its packed input `t²·c`, which the blocks are sized to fit the cache budget; an
+/// expanding layer's products outgrew them. AlexNet's `conv2` (F(2×2, 5×5), `64 → 192`, two
+/// blocks of 7 tile rows: 3.5 MB of products in one run of 192 channels) went from
+/// 3.15–3.24 to 2.98–3.05 ms a frame at width 1 and 1.90–2.03 to 1.75–1.91 at width 2;
+/// VGG16's `conv2_1` (`64 → 128`) from 4.49–4.98 to 4.32–4.33 at width 2 and its `conv3_1`
+/// (`128 → 256`) from 4.30–5.15 to 3.95–4.22, both level at width 1, as were its `conv4_1`
+/// and AlexNet's `conv3` (`frame --profile`, two to five rounds taking turns, 2-core Zen 4
+/// VM with 1 MB of L2). ResNet50's 3×3 convs keep their channel count: its runs do not
+/// change.
+fn run_channels(mc: usize, c: usize, mr: usize) -> usize {
+    let run = (mc / 2).min(c.next_multiple_of(mr));
+    run.max(mr) / mr * mr
+}
+
 /// Bound on `|y − y_exact| / Σ|w·x|` per output (module docs).
 pub const ERROR_BOUND: f64 = 2e-5;
 
-/// Whether Winograd can run `p`: a 3×3 kernel, stride 1, padding at most 1.
-pub fn applies(p: &Conv2dParams) -> bool {
-    p.kernel == (3, 3) && p.stride == (1, 1) && p.padding.0 <= 1 && p.padding.1 <= 1
-}
-
 /// The tiling [`ConvAlgo::choose`](super::ConvAlgo::choose) picks for `p` on `input`, if
-/// Winograd pays off there: F(4×4) where it makes at least [`MIN_TILES`] tiles, else
-/// F(2×2) where that does (module docs).
+/// Winograd pays off there: for a 3×3 kernel F(4×4) where it makes at least
+/// [`MIN_TILES`] tiles, else F(2×2) where that does; for a 5×5 kernel F(2×2, 5×5) where it
+/// does (module docs).
 pub fn pays_off(p: &Conv2dParams, input: Shape) -> Option<Tile> {
-    if !applies(p) || p.in_channels < MIN_CHANNELS || p.out_channels < MIN_CHANNELS {
+    if p.in_channels < MIN_CHANNELS || p.out_channels < MIN_CHANNELS {
         return None;
     }
     let o = p.out_shape(input).ok()?;
-    [Tile::F4, Tile::F2]
+    [Tile::F4, Tile::F2, Tile::F2K5]
         .into_iter()
+        .filter(|t| t.applies(p))
         .find(|t| t.tiles(o.h, o.w) >= MIN_TILES)
 }
 
@@ -157,6 +204,17 @@ const G2: [[f64; 3]; 4] = [
     [0.5, 0.5, 0.5],
     [0.5, -0.5, 0.5],
     [0.0, 0.0, 1.0],
+];
+
+/// `G` of F(2×2, 5×5) (6×5): row `i` is `(1, p, p², p³, p⁴) / f` at point `p` of 0, 1, −1,
+/// 2, −2 with F(4×4, 3×3)'s scale `f` (4, −6, −6, 24, 24), then the point at ∞.
+const G2K5: [[f64; 5]; 6] = [
+    [0.25, 0.0, 0.0, 0.0, 0.0],
+    [-1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0],
+    [-1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0],
+    [1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0, 1.0 / 3.0, 2.0 / 3.0],
+    [1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0, -1.0 / 3.0, 2.0 / 3.0],
+    [0.0, 0.0, 0.0, 0.0, 1.0],
 ];
 
 /// The block geometry shared by the transforms.
@@ -184,7 +242,7 @@ pub(super) struct Winograd {
     nr: usize,
     /// Output channels.
     k: usize,
-    /// Output channels per run of GEMMs and output transforms (bounds the work memory).
+    /// Output channels per run of GEMMs and output transforms ([`run_channels`]).
     sub: usize,
     /// `U_ξ`, packed.
     weights: Vec<PackedA>,
@@ -215,17 +273,17 @@ impl Winograd {
             blocks
         };
         // U[ξ][k][c] = (G g Gᵀ)[ξ] in f64.
-        let gm = tile.g();
+        let r = tile.r();
         let mut u = vec![0.0f32; xi * k * c];
         for kk in 0..k {
             for cc in 0..c {
-                let g = &weights[(kk * c + cc) * 9..(kk * c + cc + 1) * 9];
+                let g = &weights[(kk * c + cc) * r * r..(kk * c + cc + 1) * r * r];
                 for a in 0..t {
                     for b in 0..t {
                         let mut s = 0.0f64;
-                        for i in 0..3 {
-                            for j in 0..3 {
-                                s += gm[a][i] * f64::from(g[i * 3 + j]) * gm[b][j];
+                        for i in 0..r {
+                            for j in 0..r {
+                                s += tile.g(a, i) * f64::from(g[i * r + j]) * tile.g(b, j);
                             }
                         }
                         u[((a * t + b) * k + kk) * c + cc] = s as f32;
@@ -260,7 +318,7 @@ impl Winograd {
             blocks,
             nr: kernels.nr,
             k,
-            sub: (blocking.mc / 2).max(kernels.mr) / kernels.mr * kernels.mr,
+            sub: run_channels(blocking.mc, c, kernels.mr),
             weights,
         }
     }
@@ -491,13 +549,19 @@ impl TwoStep for Winograd {
 pub(crate) fn input_work_len(tile: Tile, tiles: usize, tw: usize) -> usize {
     let (m, t) = (tile.m(), tile.t());
     // (Four phases and six `bt_rows` rows whatever `m`.)
-    strip_len(m, tw) + 4 * (tw + 1) + t * t * tiles + 6 * tiles
+    strip_len(m, tw) + 4 * phase_len(tw) + t * t * tiles + 6 * tiles
 }
 
-/// A zero-padded input row: `m·tw + 2` values are read, rounded up to whole `m`-float
-/// groups.
+/// A zero-padded input row: `m·(tw − 1) + t` values are read (`t − m` is 2 for a 3×3
+/// kernel, 4 for 5×5), rounded up to whole `m`-float groups.
 fn strip_len(m: usize, tw: usize) -> usize {
     m * (tw + 2)
+}
+
+/// Floats of one phase of a strip: a window's column `j < t` is entry `t_i + j / m` of
+/// phase `j mod m`, and `j / m` is at most 2 (F(2×2, 5×5)'s `5 / 2`).
+fn phase_len(tw: usize) -> usize {
+    tw + 2
 }
 
 /// Floats of work memory [`output_block`] needs for `tiles` tiles in rows of `tw`.
@@ -548,18 +612,18 @@ pub(crate) fn interleave_steps(
 /// Row `k` of `Aᵀ` for `k < M` applied to `T` rows of `n` tiles, into rows `k` of `n`
 /// floats of `out` (four rows; the first `M` are written).
 #[inline(always)]
-fn at_rows<const T: usize>(x: [&[f32]; T], n: usize, out: &mut [f32]) {
+fn at_rows<const M: usize, const T: usize>(x: [&[f32]; T], n: usize, out: &mut [f32]) {
     let [x0, x1, x2, x3, x4, x5] = wide(x);
     let (x0, x1, x2, x3, x4, x5) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &x4[..n], &x5[..n]);
     let [o0, o1, o2, o3] = split_rows::<4>(out, n);
     let (o0, o1, o2, o3) = (&mut o0[..n], &mut o1[..n], &mut o2[..n], &mut o3[..n]);
     for t in 0..n {
         let col = [x0[t], x1[t], x2[t], x3[t], x4[t], x5[t]];
-        o0[t] = at::<T>(0, col);
-        o1[t] = at::<T>(1, col);
-        if T == 6 {
-            o2[t] = at::<T>(2, col);
-            o3[t] = at::<T>(3, col);
+        o0[t] = at::<M, T>(0, col);
+        o1[t] = at::<M, T>(1, col);
+        if M == 4 {
+            o2[t] = at::<M, T>(2, col);
+            o3[t] = at::<M, T>(3, col);
         }
     }
 }
@@ -582,16 +646,18 @@ fn bt<const T: usize>(k: usize, x: [f32; 6]) -> f32 {
     }
 }
 
-/// Row `k` of `Aᵀ` (`(T − 2) × T`) applied to one column `m` of a tile's products (its
-/// first `T` values).
+/// Row `k` of `Aᵀ` (`M × T`) applied to one column `m` of a tile's products (its first `T`
+/// values). F(2×2, 5×5)'s two rows are F(4×4, 3×3)'s first two, but that the point at ∞
+/// now adds to the last row.
 #[inline(always)]
-fn at<const T: usize>(k: usize, m: [f32; 6]) -> f32 {
-    match (T, k) {
-        (6, 0) => m[0] + (m[1] + m[2]) + (m[3] + m[4]),
-        (6, 1) => (m[1] - m[2]) + 2.0 * (m[3] - m[4]),
-        (6, 2) => (m[1] + m[2]) + 4.0 * (m[3] + m[4]),
-        (6, _) => (m[1] - m[2]) + 8.0 * (m[3] - m[4]) + m[5],
-        (_, 0) => m[0] + (m[1] + m[2]),
+fn at<const M: usize, const T: usize>(k: usize, m: [f32; 6]) -> f32 {
+    match (M, T, k) {
+        (_, 6, 0) => m[0] + (m[1] + m[2]) + (m[3] + m[4]),
+        (2, 6, _) => (m[1] - m[2]) + 2.0 * (m[3] - m[4]) + m[5],
+        (_, 6, 1) => (m[1] - m[2]) + 2.0 * (m[3] - m[4]),
+        (_, 6, 2) => (m[1] + m[2]) + 4.0 * (m[3] + m[4]),
+        (_, 6, _) => (m[1] - m[2]) + 8.0 * (m[3] - m[4]) + m[5],
+        (_, _, 0) => m[0] + (m[1] + m[2]),
         _ => (m[1] - m[2]) - m[3],
     }
 }
@@ -693,6 +759,7 @@ pub(crate) fn input_block(
     match g.tile {
         Tile::F2 => input_tiles::<2, 4>(g, x, rows, channels, nr, out, work),
         Tile::F4 => input_tiles::<4, 6>(g, x, rows, channels, nr, out, work),
+        Tile::F2K5 => input_tiles::<2, 6>(g, x, rows, channels, nr, out, work),
     }
 }
 
@@ -713,7 +780,7 @@ fn input_tiles<const M: usize, const T: usize>(
     let plane = g.h * g.w;
     let work = &mut work[..input_work_len(g.tile, tiles, tw)];
     let (strip, rest) = work.split_at_mut(strip_len(M, tw));
-    let (phases, rest) = rest.split_at_mut(4 * (tw + 1));
+    let (phases, rest) = rest.split_at_mut(4 * phase_len(tw));
     let (r, v) = rest.split_at_mut(T * T * tiles);
     for c in channels.clone() {
         let xc = &x[c * plane..(c + 1) * plane];
@@ -740,10 +807,11 @@ fn input_tiles<const M: usize, const T: usize>(
                     strip[g.px..g.px + n].copy_from_slice(&xc[iy * g.w..iy * g.w + n]);
                 }
                 // The M phases of the stride-M windows: phase q of tile t = strip[M·t + q].
-                let [p0, p1, p2, p3] = split_rows::<4>(phases, tw + 1);
-                let (p0, p1) = (&mut p0[..tw + 1], &mut p1[..tw + 1]);
-                let (p2, p3) = (&mut p2[..tw + 1], &mut p3[..tw + 1]);
-                for (t, q) in strip.chunks_exact(M).take(tw + 1).enumerate() {
+                let pl = phase_len(tw);
+                let [p0, p1, p2, p3] = split_rows::<4>(phases, pl);
+                let (p0, p1) = (&mut p0[..pl], &mut p1[..pl]);
+                let (p2, p3) = (&mut p2[..pl], &mut p3[..pl]);
+                for (t, q) in strip.chunks_exact(M).take(pl).enumerate() {
                     p0[t] = q[0];
                     p1[t] = q[1];
                     if M == 4 {
@@ -815,6 +883,7 @@ pub(crate) fn output_block(
     match g.tile {
         Tile::F2 => output_tiles::<2, 4>(g, m, n, rows, e, out, work, interleave),
         Tile::F4 => output_tiles::<4, 6>(g, m, n, rows, e, out, work, interleave),
+        Tile::F2K5 => output_tiles::<2, 6>(g, m, n, rows, e, out, work, interleave),
     }
 }
 
@@ -858,7 +927,7 @@ fn output_tiles<const M: usize, const T: usize>(
             });
             for ii in 0..M {
                 let dst = &mut q[(ii * T + jj) * tiles..(ii * T + jj + 1) * tiles];
-                transform_row(at::<T>, ii, c, dst);
+                transform_row(at::<M, T>, ii, c, dst);
             }
         }
         // Along x, interleaving each tile's M outputs into the output rows.
@@ -875,7 +944,7 @@ fn output_tiles<const M: usize, const T: usize>(
                 // Each of the M outputs for every tile at once, then side by side. One loop
                 // computing a tile's M outputs and storing them together compiled to
                 // scalar code, half of the output transform's time.
-                at_rows(c, padded, xs);
+                at_rows::<M, T>(c, padded, xs);
                 let row = &mut orow[..M * padded];
                 interleave(&xs[..M * padded], M, padded, row);
                 let at = (oy - oy0) * g.ow;
