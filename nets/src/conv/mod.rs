@@ -691,12 +691,8 @@ impl Kernel for Conv2d {
     /// (otherwise C holds partial sums before the epilogue).
     fn in_place_input(&self) -> bool {
         self.residual
-            && match self.algo {
-                ConvAlgo::Winograd | ConvAlgo::Winograd2 | ConvAlgo::Winograd5 => true,
-                ConvAlgo::Direct => {
-                    self.params.weight_len() / self.params.out_channels <= self.blocking.kc
-                }
-            }
+            && (self.algo.tile().is_some()
+                || self.params.weight_len() / self.params.out_channels <= self.blocking.kc)
     }
 
     fn in_shape(&self) -> Shape {

@@ -31,11 +31,10 @@ fn variants(conv: &Conv2d) -> Vec<Conv2d> {
 
 /// The tolerance of an algorithm against the f64 reference, per unit of `Σ|w·x|`.
 fn tolerance(algo: ConvAlgo) -> f32 {
-    match algo {
-        ConvAlgo::Direct => TOL,
-        ConvAlgo::Winograd | ConvAlgo::Winograd2 | ConvAlgo::Winograd5 => {
-            winograd::ERROR_BOUND as f32
-        }
+    if algo.tile().is_some() {
+        winograd::ERROR_BOUND as f32
+    } else {
+        TOL
     }
 }
 
@@ -300,10 +299,7 @@ fn residuals_in_place_where_the_output_still_holds_them() {
     for c in variants(&conv) {
         let kc = c.blocking.kc;
         let fused = c.with_residual(true);
-        let want = match fused.algo() {
-            ConvAlgo::Winograd | ConvAlgo::Winograd2 | ConvAlgo::Winograd5 => true,
-            ConvAlgo::Direct => 64 * 9 <= kc,
-        };
+        let want = fused.algo().tile().is_some() || 64 * 9 <= kc;
         assert_eq!(
             fused.in_place_input(),
             want,
@@ -389,13 +385,12 @@ fn conv_propagates_nan_and_inf() {
         for c in variants(&conv) {
             let what = format!("{p:?} {input} {} {}", c.algo().name(), c.isa());
             let got = c.forward(&[&x], &mut Scratch::new());
-            match c.algo() {
-                ConvAlgo::Direct => assert_close(&got, &want, &scale, TOL, &what),
-                ConvAlgo::Winograd | ConvAlgo::Winograd2 | ConvAlgo::Winograd5 => {
-                    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-                        if w.is_nan() || w == f32::INFINITY {
-                            assert!(!g.is_finite(), "{what}: element {i}: {g}, want {w}");
-                        }
+            if c.algo().tile().is_none() {
+                assert_close(&got, &want, &scale, TOL, &what);
+            } else {
+                for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    if w.is_nan() || w == f32::INFINITY {
+                        assert!(!g.is_finite(), "{what}: element {i}: {g}, want {w}");
                     }
                 }
             }
