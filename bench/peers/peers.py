@@ -123,6 +123,11 @@ def parse_args(argv):
                    help="(run.sh) use the current interpreter's packages, make no venv")
     p.add_argument("--cache", metavar="DIR", default=str(DEFAULT_CACHE),
                    help="where models and the input are kept (default: bench/peers/.cache)")
+    p.add_argument("--layers", action="store_true",
+                   help="instead of whole frames, compare the engines layer by layer: ORT's "
+                        "profiler against `frame --profile`, interleaved rounds, the layers "
+                        "paired by kind and FLOPs (layers.py says how); one table per net "
+                        "and thread count")
     p.add_argument("--timeout", type=positive, default=600, metavar="S",
                    help="seconds to wait for one answer of a taopipe process (default: %(default)s)")
     return p.parse_args(argv)
@@ -441,16 +446,21 @@ def read_f32(np, path, count):
 
 # --- one net -----------------------------------------------------------------------------
 
-def run_net(np, ort, models, args, binary, net, input_path, x, workdir, limits) -> dict:
-    """Times `net`; measures the machine's limits at each width into `limits` (thread
-    count → `frame`'s `limits` answer) where it has none yet."""
+def model_files(models, args, net) -> tuple[Path, Path]:
+    """`net`'s safetensors and ONNX files, made once into the cache."""
     try:
-        weights, onnx_path = models.ensure_model(Path(args.cache), net, args.seed, log=log)
+        return models.ensure_model(Path(args.cache), net, args.seed, log=log)
     except ImportError as e:
         raise BenchError(
             f"{net}: building its models needs the `{e.name}` package: install the versions "
             f"of {REQUIREMENTS}, or copy {args.cache} from a machine that built them (the "
             f"files depend only on the seed and models.py)") from None
+
+
+def run_net(np, ort, models, args, binary, net, input_path, x, workdir, limits) -> dict:
+    """Times `net`; measures the machine's limits at each width into `limits` (thread
+    count → `frame`'s `limits` answer) where it has none yet."""
+    weights, onnx_path = model_files(models, args, net)
     result = {"net": net, "files": {}}
     for path in (weights, onnx_path, input_path):
         result["files"][path.name] = models.recorded_sha256(path)
@@ -648,6 +658,52 @@ def machine_lines(report) -> str:
     ])
 
 
+def write_json(args, report) -> None:
+    if args.json:
+        body = json.dumps(report, indent=2) + "\n"
+        if args.json == "-":
+            print(body, end="")
+        else:
+            Path(args.json).write_text(body)
+            log(f"wrote {args.json}")
+
+
+def layer_report(np, ort, models, args, binary, origin, revision, machine, input_path,
+                 x) -> int:
+    """`--layers`: per-layer tables of every net and thread count (`layers.py`)."""
+    import layers
+
+    results = []
+    with tempfile.TemporaryDirectory(prefix="taopipe-layers-") as workdir:
+        for net in args.nets:
+            weights, onnx_path = model_files(models, args, net)
+            try:
+                results += layers.run_net(ort, args, binary, net, weights, onnx_path,
+                                          input_path, x, workdir, child_env(), log, SETTLE_S)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                raise BenchError(f"{net}: {e}") from None
+    machine["load_average_end"] = load_average()
+    report = {
+        "machine": machine,
+        "onnxruntime": {"version": ort.__version__, "providers": ["CPUExecutionProvider"]},
+        "taopipe": {"binary": origin, "revision": revision, "version": frame_version(binary)},
+        "settings": {"nets": args.nets, "threads": args.threads, "rounds": args.rounds,
+                     "frames": args.frames, "seed": args.seed, "layers": True},
+        "wall_s": time.monotonic() - STARTED,
+        "layers": results,
+    }
+    rev = f" at {revision}" if revision else ""
+    print("\n\n".join(layers.table(r) for r in results), flush=True)
+    print(f"\nMachine: {machine['model']}, {machine['cpus']} CPUs; ONNX Runtime "
+          f"{ort.__version__}; taopipe `frame`{rev} ({origin}). ORT: each node's median "
+          f"kernel time in a profiled session (one warm-up run, then {args.frames}); "
+          f"taopipe: `frame --profile`'s time per layer over {args.frames} frames; both "
+          f"the median of {args.rounds} interleaved rounds. Seed {args.seed}.", flush=True)
+    write_json(args, report)
+    log(f"done in {report['wall_s']:.0f} s")
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.taopipe_bin:
@@ -671,6 +727,10 @@ def main(argv=None) -> int:
         revision = None if args.taopipe_bin else git_revision()
         log(f"taopipe: {binary}")
         input_path, x = models.ensure_input(Path(args.cache), args.seed, log=log)
+
+        if args.layers:
+            return layer_report(np, ort, models, args, binary, origin, revision, machine,
+                                input_path, x)
 
         results = []
         limits = {}
@@ -698,13 +758,7 @@ def main(argv=None) -> int:
         }
         text = table(results, args.threads) + "\n\n" + machine_lines(report)
         print(text, flush=True)
-        if args.json:
-            body = json.dumps(report, indent=2) + "\n"
-            if args.json == "-":
-                print(body, end="")
-            else:
-                Path(args.json).write_text(body)
-                log(f"wrote {args.json}")
+        write_json(args, report)
         log(f"done in {report['wall_s']:.0f} s")
         return 0
     except BenchError as e:
