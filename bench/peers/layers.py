@@ -156,7 +156,6 @@ def compare(net, width, tao_rounds: list, ort_rounds: list) -> dict:
         k["layers"] += 1
         k["taopipe_ms"] += t["ms"]
         k["ort_ms"] += o["ms"]
-    strip = lambda d: {k: v for k, v in d.items() if k != "key"}  # noqa: E731
     return {
         "net": net, "width": width, "rounds": len(tao_rounds),
         "pairs": [{"taopipe": strip(t), "ort": strip(o)} for t, o in pairs],
@@ -166,6 +165,11 @@ def compare(net, width, tao_rounds: list, ort_rounds: list) -> dict:
         "taopipe_ms": sum(t["ms"] for t in tao),
         "ort_ms": sum(o["ms"] for o in ort),
     }
+
+
+def strip(row: dict) -> dict:
+    """A row without its pairing key (for the report)."""
+    return {k: v for k, v in row.items() if k != "key"}
 
 
 def ratio(ort_ms, tao_ms) -> str:
