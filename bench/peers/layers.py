@@ -87,18 +87,11 @@ def pair(tao: list, ort: list) -> tuple[list, list, list]:
     return pairs, tao_only, [ort[i] for i in free]
 
 
-def ort_round(ort, onnx_path, threads, x, frames, workdir) -> dict:
-    """One profiled ORT session: node name → (op, inputs, outputs, median ms). Its trace
-    goes to `workdir` and is removed once read."""
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.enable_profiling = True
-    so.profile_file_prefix = str(Path(workdir) / "ort-profile")
-    s = ort.InferenceSession(str(onnx_path), sess_options=so,
-                             providers=["CPUExecutionProvider"])
+def ort_round(session, ort, onnx_path, threads, x, frames, workdir) -> dict:
+    """One profiled ORT session (`session` is `peers.ort_session`, so the settings are the
+    whole-frame runs'): node name → (op, inputs, outputs, median ms). Its trace goes to
+    `workdir` and is removed once read."""
+    s = session(ort, onnx_path, threads, profile_prefix=Path(workdir) / "ort-profile")
     feeds = {s.get_inputs()[0].name: x}
     for _ in range(frames + 1):
         s.run(None, feeds)
@@ -203,15 +196,17 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def run_net(ort, args, binary, net, weights, onnx_path, input_path, x, workdir, env, log,
+def run_net(session, ort, args, binary, net, weights, onnx_path, input_path, x, workdir, env, log,
             settle_s) -> list:
-    """`compare` results of `net` at every thread count of `args`."""
+    """`compare` results of `net` at every thread count of `args`; `session` makes ORT's
+    sessions (`ort_round`)."""
     results = []
     for t in args.threads:
         tao_rounds, ort_rounds = [], []
         for r in range(args.rounds):
             started = time.monotonic()
-            ort_rounds.append(ort_round(ort, onnx_path, t, x, args.frames, workdir))
+            ort_rounds.append(ort_round(session, ort, onnx_path, t, x, args.frames,
+                                        workdir))
             time.sleep(settle_s)
             tao_rounds.append(tao_round(binary, net, weights, input_path, t, args.frames,
                                         Path(workdir) / f"{net}-w{t}.json", env,

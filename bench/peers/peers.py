@@ -390,12 +390,17 @@ class TaopipeServer:
 
 # --- ONNX Runtime ------------------------------------------------------------------------
 
-def ort_session(ort, path, threads):
+def ort_session(ort, path, threads, profile_prefix=None):
+    """The session every measurement uses; with `profile_prefix`, ORT's profiler on, its
+    trace written under that prefix (`--layers`)."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if profile_prefix is not None:
+        so.enable_profiling = True
+        so.profile_file_prefix = str(profile_prefix)
     return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
 
 
@@ -678,7 +683,7 @@ def layer_report(np, ort, models, args, binary, origin, revision, machine, input
         for net in args.nets:
             weights, onnx_path = model_files(models, args, net)
             try:
-                results += layers.run_net(ort, args, binary, net, weights, onnx_path,
+                results += layers.run_net(ort_session, ort, args, binary, net, weights, onnx_path,
                                           input_path, x, workdir, child_env(), log, SETTLE_S)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 raise BenchError(f"{net}: {e}") from None
