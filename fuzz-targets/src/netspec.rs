@@ -135,26 +135,19 @@ impl KindCase {
                 kernel: pair(*kernel),
                 stride: pair(*stride),
                 padding: pair(*padding),
+                groups: 1,
                 relu: *relu,
             },
             KindCase::MaxPool {
                 kernel,
                 stride,
                 padding,
-            } => LayerKind::MaxPool {
-                kernel: pair(*kernel),
-                stride: pair(*stride),
-                padding: pair(*padding),
-            },
+            } => LayerKind::max_pool(pair(*kernel), pair(*stride), pair(*padding)),
             KindCase::AvgPool {
                 kernel,
                 stride,
                 padding,
-            } => LayerKind::AvgPool {
-                kernel: pair(*kernel),
-                stride: pair(*stride),
-                padding: pair(*padding),
-            },
+            } => LayerKind::avg_pool(pair(*kernel), pair(*stride), pair(*padding)),
             KindCase::GlobalAvgPool => LayerKind::GlobalAvgPool,
             KindCase::Fc { out, relu } => LayerKind::Fc {
                 out_features: out.0,
@@ -270,8 +263,21 @@ fn check_net(net: &NetSpec) {
         let (input, output) = (layer.input(), layer.output());
         assert!(!output.has_zero_dim(), "layer {i} outputs {output}");
         match layer.kind() {
-            LayerKind::Relu | LayerKind::BatchNorm | LayerKind::Softmax => {
+            LayerKind::Relu
+            | LayerKind::Clip { .. }
+            | LayerKind::LeakyRelu { .. }
+            | LayerKind::BatchNorm
+            | LayerKind::Softmax => {
                 assert_eq!(output, input)
+            }
+            LayerKind::Concat { from } => {
+                assert_eq!(layer.operands().len() + 1, from.len());
+                let channels: usize = layer.reads(i).map(|s| output_of(s).c).sum();
+                assert_eq!(output, Shape::new(channels, input.h, input.w));
+                for s in layer.reads(i) {
+                    let o = output_of(s);
+                    assert_eq!((o.h, o.w), (input.h, input.w), "layer {i}'s operand");
+                }
             }
             LayerKind::ResidualAdd { .. } => {
                 assert_eq!(output, input);
@@ -321,8 +327,8 @@ fn check_net(net: &NetSpec) {
     let edges = layers
         .iter()
         .enumerate()
-        .flat_map(|(i, l)| [Some(l.source().resolve(i)), l.residual_source()])
-        .filter(|s| matches!(s, Some(Source::Layer(_))))
+        .flat_map(|(i, l)| l.reads(i))
+        .filter(|s| matches!(s, Source::Layer(_)))
         .count();
     assert_eq!(readers, edges);
     for boundary in 0..=units.len() + 1 {

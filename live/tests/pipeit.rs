@@ -701,14 +701,7 @@ fn resnet50() -> NetSpec {
         .conv("conv1", 64, 7, 2, 3)
         .batch_norm("bn1")
         .relu("relu")
-        .layer(
-            "maxpool",
-            LayerKind::MaxPool {
-                kernel: (3, 3),
-                stride: (2, 2),
-                padding: (1, 1),
-            },
-        );
+        .layer("maxpool", LayerKind::max_pool((3, 3), (2, 2), (1, 1)));
     let mut prev = "maxpool".to_string();
     for (stage, &(blocks, width, stride)) in [(3, 64, 1), (4, 128, 2), (6, 256, 2), (3, 512, 2)]
         .iter()
@@ -735,6 +728,7 @@ fn resnet50() -> NetSpec {
                             kernel: (1, 1),
                             stride: (s, s),
                             padding: (0, 0),
+                            groups: 1,
                             relu: false,
                         },
                         prev.clone(),

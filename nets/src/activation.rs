@@ -1,9 +1,113 @@
-//! The scalar rules of ReLU and max that every path follows, so that NaN and ±∞ propagate
-//! as in PyTorch and ONNX Runtime: an all-NaN frame gives a NaN output, not a finite one.
+//! The scalar rules of the activations and of max that every path follows, so that NaN
+//! and ±∞ propagate as in PyTorch and ONNX Runtime: an all-NaN frame gives a NaN output,
+//! not a finite one.
 //!
 //! `f32::max` is IEEE `maxNum`, which *drops* a NaN operand (`NaN.max(0.0) == 0.0`), so it
-//! is used for neither. The SIMD micro-kernels compute the same rules with their own
+//! is used for none of them. The SIMD micro-kernels compute the same rules with their own
 //! instructions (`simd/template.rs`), bit for bit.
+
+/// What a layer applies to each of its outputs after the sum (and bias, and residual): the
+/// activation a convolution fuses into its store, or an element-wise layer applies.
+///
+/// Equality is by bits (so it is an equivalence, NaN bounds included): two layers with
+/// equal activations give the same bits.
+///
+/// ```
+/// use taopipe_nets::Activation;
+///
+/// let relu6 = Activation::RELU6;
+/// assert_eq!(relu6.apply(7.5), 6.0);
+/// assert_eq!(relu6.apply(-1.0), 0.0);
+/// assert!(relu6.apply(f32::NAN).is_nan());
+/// assert_eq!(Activation::LeakyRelu { slope: 0.1 }.apply(-2.0), -0.2);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Activation {
+    /// The value itself.
+    #[default]
+    None,
+    /// `0` below zero (`v < 0 ? 0 : v`, so NaN and `−0.0` stay).
+    Relu,
+    /// `min(max(v, min), max)`: ReLU6 is `Clip { min: 0.0, max: 6.0 }`.
+    Clip {
+        /// The lower bound.
+        min: f32,
+        /// The upper bound (not below `min`).
+        max: f32,
+    },
+    /// `v` where `v ≥ 0`, else `slope · v` (ONNX's `LeakyRelu`).
+    LeakyRelu {
+        /// The factor of negative values.
+        slope: f32,
+    },
+}
+
+impl Activation {
+    /// ReLU6, MobileNet's activation.
+    pub const RELU6: Activation = Activation::Clip { min: 0.0, max: 6.0 };
+
+    /// ReLU if `relu`, else nothing: a layer's fused-ReLU flag.
+    pub const fn relu_if(relu: bool) -> Activation {
+        if relu {
+            Activation::Relu
+        } else {
+            Activation::None
+        }
+    }
+
+    /// The activation applied to `v`, by the rules every path follows:
+    /// - `Relu`: `v < 0 ? 0 : v`;
+    /// - `Clip`: `x = min > v ? min : v`, then `max < x ? max : x` — x86 `max_ps(min, v)`
+    ///   then `min_ps(max, x)`, so a NaN `v` stays NaN (PyTorch's `clamp`);
+    /// - `LeakyRelu`: `v ≥ 0 ? v : slope · v` — so NaN stays NaN and `−0.0` stays `−0.0`.
+    #[inline(always)]
+    pub fn apply(self, v: f32) -> f32 {
+        match self {
+            Activation::None => v,
+            Activation::Relu => relu(v),
+            Activation::Clip { min, max } => {
+                let x = if min > v { min } else { v };
+                if max < x { max } else { x }
+            }
+            Activation::LeakyRelu { slope } => {
+                if v >= 0.0 {
+                    v
+                } else {
+                    slope * v
+                }
+            }
+        }
+    }
+
+    /// Whether it leaves every value as it is.
+    pub fn is_none(self) -> bool {
+        matches!(self, Activation::None)
+    }
+
+    /// `(tag, a, b)`: what equality and hashing compare, the parameters by their bits.
+    fn key(self) -> (u8, u32, u32) {
+        match self {
+            Activation::None => (0, 0, 0),
+            Activation::Relu => (1, 0, 0),
+            Activation::Clip { min, max } => (2, min.to_bits(), max.to_bits()),
+            Activation::LeakyRelu { slope } => (3, slope.to_bits(), 0),
+        }
+    }
+}
+
+impl PartialEq for Activation {
+    fn eq(&self, other: &Activation) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Activation {}
+
+impl std::hash::Hash for Activation {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
 
 /// ReLU: `0.0` where `v < 0`, else `v` itself. So NaN stays NaN (with its payload), +∞
 /// stays +∞, −∞ becomes `0.0`, and `−0.0` stays `−0.0` (it is not below zero; PyTorch's
@@ -58,6 +162,43 @@ mod tests {
         // The payload survives, as through x86 `max_ps(zero, v)`.
         let payload = f32::from_bits(0x7fc0_1234);
         assert_eq!(relu(payload).to_bits(), payload.to_bits());
+    }
+
+    #[test]
+    fn clip_and_leaky_relu_follow_their_rules() {
+        let relu6 = Activation::RELU6;
+        let leaky = Activation::LeakyRelu { slope: 0.1 };
+        for v in SPECIAL {
+            let c = relu6.apply(v);
+            let l = leaky.apply(v);
+            if v.is_nan() {
+                assert!(c.is_nan() && l.is_nan(), "{v}");
+                continue;
+            }
+            assert_eq!(c, v.clamp(0.0, 6.0), "clip {v}");
+            assert_eq!(l, if v >= 0.0 { v } else { 0.1 * v }, "leaky {v}");
+        }
+        assert_eq!(leaky.apply(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(relu6.apply(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(Activation::None.apply(-3.0), -3.0);
+        assert_eq!(Activation::relu_if(true).apply(-3.0), 0.0);
+    }
+
+    #[test]
+    fn activations_are_equal_by_bits() {
+        let nan = Activation::Clip {
+            min: f32::NAN,
+            max: 1.0,
+        };
+        assert_eq!(nan, nan);
+        assert_ne!(
+            Activation::Clip { min: 0.0, max: 6.0 },
+            Activation::Clip {
+                min: -0.0,
+                max: 6.0
+            }
+        );
+        assert_ne!(Activation::Relu, Activation::None);
     }
 
     #[test]

@@ -55,6 +55,7 @@ mod test_util;
 pub mod weights;
 pub mod zoo;
 
+pub use crate::activation::Activation;
 pub use crate::batchnorm::{BatchNorm, fold_batchnorm};
 pub use crate::conv::{Conv2d, Conv2dParams, ConvAlgo};
 pub use crate::elementwise::{Add, Affine, Relu};

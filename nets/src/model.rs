@@ -262,8 +262,12 @@ impl Model {
                     kernel,
                     stride,
                     padding,
+                    groups,
                     relu,
                 } => {
+                    if *groups != 1 {
+                        return Err(unsupported(layer, "grouped convolutions"));
+                    }
                     let bn = absorbs(i, |k| matches!(k, LayerKind::BatchNorm)).then_some(i + 1);
                     let last = bn.unwrap_or(i);
                     // A residual add right after (ResNet's block output) goes into the store.
@@ -344,12 +348,19 @@ impl Model {
                     kernel,
                     stride,
                     padding,
+                    padding_end,
+                    ceil,
                 }
                 | LayerKind::AvgPool {
                     kernel,
                     stride,
                     padding,
+                    padding_end,
+                    ceil,
                 } => {
+                    if *ceil || padding_end != padding {
+                        return Err(unsupported(layer, "ceil mode and uneven pool padding"));
+                    }
                     let (k, s, p) = (
                         square(layer, "kernel", *kernel)?,
                         square(layer, "stride", *stride)?,
@@ -392,6 +403,9 @@ impl Model {
                     continue;
                 }
                 LayerKind::Softmax => Arc::new(Softmax::new(shape(layer.input()))),
+                LayerKind::Clip { .. } | LayerKind::LeakyRelu { .. } | LayerKind::Concat { .. } => {
+                    return Err(unsupported(layer, layer.kind().short_name()));
+                }
             };
             steps.push(Step::Run {
                 kernel,
@@ -816,6 +830,14 @@ fn resolve(steps: &[Step], source: Source) -> Source {
             Step::Run { .. } => source,
         },
         other => other,
+    }
+}
+
+/// A layer kind the kernels do not run yet.
+fn unsupported(layer: &Layer, what: &str) -> ModelError {
+    ModelError::Unsupported {
+        layer: layer.name().to_string(),
+        reason: format!("{what} are not implemented by the kernels"),
     }
 }
 

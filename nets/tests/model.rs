@@ -204,6 +204,7 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                 kernel,
                 stride,
                 padding,
+                groups: 1,
                 relu,
             } => {
                 let c = sh.c;
@@ -271,6 +272,7 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                 kernel,
                 stride,
                 padding,
+                ..
             } => {
                 let p = taopipe_nets::PoolParams::max(kernel.0, stride.0, padding.0);
                 taopipe_nets::Pool2d::new(p, sh)

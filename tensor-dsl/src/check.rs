@@ -14,7 +14,7 @@ use crate::{LayerKind, Shape};
 
 /// One layer kind with `Copy` data, buildable in `const` context (the macro's view of a
 /// [`LayerKind`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ConstKind {
     /// See [`LayerKind::Conv2d`].
     Conv {
@@ -26,6 +26,8 @@ pub enum ConstKind {
         stride: (usize, usize),
         /// Padding.
         padding: (usize, usize),
+        /// Groups.
+        groups: usize,
         /// Fused ReLU.
         relu: bool,
     },
@@ -35,8 +37,12 @@ pub enum ConstKind {
         kernel: (usize, usize),
         /// Stride.
         stride: (usize, usize),
-        /// Padding.
+        /// Padding before.
         padding: (usize, usize),
+        /// Padding after.
+        padding_end: (usize, usize),
+        /// Ceil mode.
+        ceil: bool,
     },
     /// See [`LayerKind::AvgPool`].
     AvgPool {
@@ -44,8 +50,12 @@ pub enum ConstKind {
         kernel: (usize, usize),
         /// Stride.
         stride: (usize, usize),
-        /// Padding.
+        /// Padding before.
         padding: (usize, usize),
+        /// Padding after.
+        padding_end: (usize, usize),
+        /// Ceil mode.
+        ceil: bool,
     },
     /// See [`LayerKind::GlobalAvgPool`].
     GlobalAvgPool,
@@ -58,6 +68,23 @@ pub enum ConstKind {
     },
     /// See [`LayerKind::Relu`].
     Relu,
+    /// See [`LayerKind::Clip`].
+    Clip {
+        /// Lower bound.
+        min: f32,
+        /// Upper bound.
+        max: f32,
+    },
+    /// See [`LayerKind::LeakyRelu`].
+    LeakyRelu {
+        /// Factor of negative inputs.
+        slope: f32,
+    },
+    /// See [`LayerKind::Concat`].
+    Concat {
+        /// The layers joined, in channel order.
+        from: &'static [&'static str],
+    },
     /// See [`LayerKind::BatchNorm`].
     BatchNorm,
     /// See [`LayerKind::ResidualAdd`].
@@ -82,31 +109,41 @@ impl ConstKind {
                 kernel,
                 stride,
                 padding,
+                groups,
                 relu,
             } => LayerKind::Conv2d {
                 out_channels: out,
                 kernel,
                 stride,
                 padding,
+                groups,
                 relu,
             },
             ConstKind::MaxPool {
                 kernel,
                 stride,
                 padding,
+                padding_end,
+                ceil,
             } => LayerKind::MaxPool {
                 kernel,
                 stride,
                 padding,
+                padding_end,
+                ceil,
             },
             ConstKind::AvgPool {
                 kernel,
                 stride,
                 padding,
+                padding_end,
+                ceil,
             } => LayerKind::AvgPool {
                 kernel,
                 stride,
                 padding,
+                padding_end,
+                ceil,
             },
             ConstKind::GlobalAvgPool => LayerKind::GlobalAvgPool,
             ConstKind::Fc { out, relu } => LayerKind::Fc {
@@ -114,6 +151,11 @@ impl ConstKind {
                 relu,
             },
             ConstKind::Relu => LayerKind::Relu,
+            ConstKind::Clip { min, max } => LayerKind::Clip { min, max },
+            ConstKind::LeakyRelu { slope } => LayerKind::LeakyRelu { slope },
+            ConstKind::Concat { from } => LayerKind::Concat {
+                from: from.iter().map(|f| f.to_string()).collect(),
+            },
             ConstKind::BatchNorm => LayerKind::BatchNorm,
             ConstKind::Add { from, relu } => LayerKind::ResidualAdd {
                 from: from.to_string(),
@@ -332,6 +374,55 @@ impl<const N: usize> ConstNet<N> {
             .s("`: ")
     }
 
+    /// The first input of a concat, once every input is known to be an earlier layer (or
+    /// `input`) of the same height and width as the first.
+    const fn concat_input(&self, name: &str, joined: &[&str]) -> Shape {
+        let mut first = Shape::new(0, 0, 0);
+        let mut i = 0;
+        while i < joined.len() {
+            let Some(shape) = self.source(joined[i]) else {
+                self.head(name)
+                    .s("concat input `")
+                    .s(joined[i])
+                    .s("` is not an earlier layer (nor `input`)")
+                    .panic()
+            };
+            if i == 0 {
+                first = shape;
+            } else if shape.h != first.h || shape.w != first.w {
+                self.head(name)
+                    .s("concat of `")
+                    .s(joined[0])
+                    .s("` (")
+                    .shape(first)
+                    .s(") and `")
+                    .s(joined[i])
+                    .s("` (")
+                    .shape(shape)
+                    .s("): heights and widths differ")
+                    .panic()
+            }
+            i += 1;
+        }
+        first
+    }
+
+    /// A concat's output: `first`'s plane, the channels of every input summed.
+    const fn concat_output(&self, joined: &[&str], first: Shape) -> Shape {
+        let mut channels = 0usize;
+        let mut i = 0;
+        while i < joined.len() {
+            if let Some(shape) = self.source(joined[i]) {
+                channels = match channels.checked_add(shape.c) {
+                    Some(c) => c,
+                    None => usize::MAX,
+                };
+            }
+            i += 1;
+        }
+        Shape::new(channels, first.h, first.w)
+    }
+
     /// Checks one layer, reading the previous layer's output or, with `from`, the output
     /// of the earlier layer (or `input`) so named, and appends it; panics with a message
     /// naming the layer on a problem.
@@ -354,9 +445,17 @@ impl<const N: usize> ConstNet<N> {
         if self.find(name).is_some() {
             self.head(name).s("the name is used twice").panic()
         }
-        let input = match from {
-            None => self.current,
-            Some(from) => match self.source(from) {
+        let input = match (from, kind) {
+            (_, ConstKind::Concat { from: joined }) => {
+                if joined.is_empty() {
+                    self.head(name)
+                        .s("a concat needs at least one input")
+                        .panic()
+                }
+                self.concat_input(name, joined)
+            }
+            (None, _) => self.current,
+            (Some(from), _) => match self.source(from) {
                 Some(shape) => shape,
                 None => self
                     .head(name)
@@ -372,9 +471,10 @@ impl<const N: usize> ConstNet<N> {
                 kernel,
                 stride,
                 padding,
+                groups,
                 ..
             } => (
-                infer::conv(input, out, kernel, stride, padding),
+                infer::conv(input, out, kernel, stride, padding, groups),
                 kernel,
                 padding,
             ),
@@ -382,12 +482,27 @@ impl<const N: usize> ConstNet<N> {
                 kernel,
                 stride,
                 padding,
+                padding_end,
+                ceil,
             }
             | ConstKind::AvgPool {
                 kernel,
                 stride,
                 padding,
-            } => (infer::pool(input, kernel, stride, padding), kernel, padding),
+                padding_end,
+                ceil,
+            } => (
+                infer::pool(input, kernel, stride, (padding, padding_end), ceil),
+                kernel,
+                padding,
+            ),
+            ConstKind::Clip { min, max } => (infer::clip(input, min, max), (1, 1), (0, 0)),
+            ConstKind::LeakyRelu { slope } => (infer::leaky_relu(input, slope), (1, 1), (0, 0)),
+            ConstKind::Concat { from: joined } => (
+                infer::elementwise(self.concat_output(joined, input)),
+                (1, 1),
+                (0, 0),
+            ),
             ConstKind::GlobalAvgPool => (infer::global_avg_pool(input), (1, 1), (0, 0)),
             ConstKind::Fc { out, .. } => (infer::fc(input, out), (1, 1), (0, 0)),
             ConstKind::Relu | ConstKind::BatchNorm | ConstKind::Softmax => {
@@ -438,8 +553,19 @@ impl<const N: usize> ConstNet<N> {
                 .head(name)
                 .s("pooling padding ")
                 .pair(padding)
-                .s(" exceeds half the kernel ")
+                .s(" before, or its padding after, does not suit kernel ")
                 .pair(kernel)
+                .s(" (before: at most half the kernel; after: below it)")
+                .panic(),
+            Err(Issue::Groups) => self
+                .head(name)
+                .s("the groups do not divide the input channels of ")
+                .shape(input)
+                .s(" and the output channels")
+                .panic(),
+            Err(Issue::Parameter) => self
+                .head(name)
+                .s("a clip's bounds must be numbers, min not above max; a leaky ReLU's slope finite")
                 .panic(),
             Err(Issue::Overflow) => self
                 .head(name)

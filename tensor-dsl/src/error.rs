@@ -67,10 +67,12 @@ pub enum DslError {
         /// Padding `(ph, pw)`.
         padding: (usize, usize),
     },
-    /// Pooling padding larger than half the kernel (windows made only of padding; refused like PyTorch does).
+    /// Pooling padding larger than half the kernel before the input, or not below the
+    /// kernel after it (windows made only of padding; refused like PyTorch does).
     #[error(
-        "layer `{layer}`: pooling padding {}x{} exceeds half the kernel {}x{} (input {input})",
-        padding.0, padding.1, kernel.0, kernel.1
+        "layer `{layer}`: pooling padding {}x{} before and {}x{} after does not suit kernel {}x{} \
+         (before: at most half the kernel; after: below it) (input {input})",
+        padding.0, padding.1, padding_end.0, padding_end.1, kernel.0, kernel.1
     )]
     PoolPaddingTooLarge {
         /// The layer.
@@ -79,8 +81,52 @@ pub enum DslError {
         input: Shape,
         /// Kernel `(R, S)`.
         kernel: (usize, usize),
-        /// Padding `(ph, pw)`.
+        /// Padding `(ph, pw)` before.
         padding: (usize, usize),
+        /// Padding `(ph, pw)` after.
+        padding_end: (usize, usize),
+    },
+    /// A grouped convolution whose input or output channels are not a multiple of its groups.
+    #[error(
+        "layer `{layer}`: {groups} groups do not divide the {} input channels and {out_channels} output channels (input {input})",
+        input.c
+    )]
+    Groups {
+        /// The layer.
+        layer: String,
+        /// The layer's input shape.
+        input: Shape,
+        /// Its groups.
+        groups: usize,
+        /// Its output channels.
+        out_channels: usize,
+    },
+    /// An activation's parameter out of its domain: a clip's bounds NaN or in the wrong
+    /// order, a leaky ReLU's slope not finite.
+    #[error("layer `{layer}`: {kind}: {reason}")]
+    BadParameter {
+        /// The layer.
+        layer: String,
+        /// The layer's kind as declared (`clip 6..0`).
+        kind: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A concat whose inputs differ in height or width.
+    #[error(
+        "layer `{layer}`: concat of `{first}` ({first_shape}) and `{from}` ({from_shape}): heights and widths differ"
+    )]
+    ConcatMismatch {
+        /// The concat layer.
+        layer: String,
+        /// Its first input.
+        first: String,
+        /// That input's shape.
+        first_shape: Shape,
+        /// The input that does not match.
+        from: String,
+        /// Its shape.
+        from_shape: Shape,
     },
     /// A residual add whose two operands differ in shape.
     #[error(

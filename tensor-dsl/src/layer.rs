@@ -9,9 +9,13 @@ use crate::infer::{self, Issue};
 ///
 /// The weight each kind gets (the paper's compile-time hint) is listed in the
 /// [crate docs](crate#compile-time-hints-layer-weights).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// It is `PartialEq` but not `Eq`: [`LayerKind::Clip`] and [`LayerKind::LeakyRelu`]
+/// hold floats.
+#[derive(Debug, Clone, PartialEq)]
 pub enum LayerKind {
-    /// 2-D convolution (groups = 1, no bias in the weight model), optionally with a fused ReLU.
+    /// 2-D convolution (no bias in the weight model), optionally grouped, optionally with a
+    /// fused ReLU.
     Conv2d {
         /// Output channels `K`.
         out_channels: usize,
@@ -21,26 +25,43 @@ pub enum LayerKind {
         stride: (usize, usize),
         /// Zero padding `(ph, pw)` on each side.
         padding: (usize, usize),
+        /// Groups `g` (PyTorch's `groups`, ONNX's `group`): input and output channels are
+        /// cut into `g` groups, and output group `i` reads input group `i` only. `1` is a
+        /// plain convolution; `g` = input channels = output channels is a depthwise one.
+        /// Both channel counts must be multiples of it.
+        groups: usize,
         /// A ReLU fused into the layer (it is not a layer of its own).
         relu: bool,
     },
-    /// Max pooling (floor mode; padding at most half the kernel).
+    /// Max pooling (floor mode unless `ceil`; padded positions are not values).
     MaxPool {
         /// Window `(R, S)`.
         kernel: (usize, usize),
         /// Stride `(sh, sw)`.
         stride: (usize, usize),
-        /// Padding `(ph, pw)`.
+        /// Padding `(ph, pw)` before the first row and column; at most half the kernel.
         padding: (usize, usize),
+        /// Padding `(ph, pw)` after the last row and column; below the kernel. Usually
+        /// `padding`; ONNX's `SAME_UPPER` (YOLO's last pool) pads more at the end.
+        padding_end: (usize, usize),
+        /// PyTorch's and ONNX's `ceil_mode`: the output size rounds up, so a last window
+        /// may hang past the end (it must still start inside the input or the padding
+        /// before it); what hangs past is not a value either.
+        ceil: bool,
     },
-    /// Average pooling (floor mode; padding at most half the kernel).
+    /// Average pooling (as [`LayerKind::MaxPool`]; the mean of the window's in-bounds
+    /// elements, padding excluded).
     AvgPool {
         /// Window `(R, S)`.
         kernel: (usize, usize),
         /// Stride `(sh, sw)`.
         stride: (usize, usize),
-        /// Padding `(ph, pw)`.
+        /// Padding before, as for max pooling.
         padding: (usize, usize),
+        /// Padding after, as for max pooling.
+        padding_end: (usize, usize),
+        /// Ceil mode, as for max pooling.
+        ceil: bool,
     },
     /// Average over the whole `H×W` plane: `C×H×W → C×1×1`.
     GlobalAvgPool,
@@ -54,6 +75,20 @@ pub enum LayerKind {
     },
     /// A stand-alone ReLU (prefer the fused flag of `Conv2d`/`Fc`).
     Relu,
+    /// `min(max(x, min), max)`, element-wise: ReLU6 is `Clip { min: 0.0, max: 6.0 }`
+    /// (MobileNet). A convolution's kernel applies it in its store when it reads the
+    /// convolution alone, as it does a `Relu`.
+    Clip {
+        /// The lower bound.
+        min: f32,
+        /// The upper bound (not below `min`).
+        max: f32,
+    },
+    /// `x` where `x ≥ 0`, else `slope · x`, element-wise (YOLO's leaky ReLU, `slope` 0.1).
+    LeakyRelu {
+        /// The factor of negative inputs (finite).
+        slope: f32,
+    },
     /// Batch normalisation. The nets crate folds it into the preceding convolution when it
     /// loads weights, but it is a declared layer here.
     BatchNorm,
@@ -67,6 +102,15 @@ pub enum LayerKind {
         /// A ReLU fused into the layer, applied after the addition.
         relu: bool,
     },
+    /// Joins the outputs of the layers `from` (earlier layers, or [`INPUT`]) along the
+    /// channels, in that order: GoogLeNet's inception and SqueezeNet's fire modules. They
+    /// must have the same height and width. The layer reads `from` only, never the previous
+    /// layer unless named, so it has no `from` of its own: its [`Layer::source`] is the
+    /// first of the list.
+    Concat {
+        /// The layers joined, in channel order (at least one).
+        from: Vec<String>,
+    },
     /// Reshape `C×H×W → (C·H·W)×1×1`.
     Flatten,
     /// Softmax over all elements.
@@ -74,8 +118,72 @@ pub enum LayerKind {
 }
 
 impl LayerKind {
-    /// A short lowercase name: `conv`, `maxpool`, `avgpool`, `gap`, `fc`, `relu`,
-    /// `batchnorm`, `add`, `flatten`, `softmax`.
+    /// A plain (ungrouped) convolution without fused activation: `out` channels of a
+    /// `kernel` window, `stride`, `padding` on each side. The common case of
+    /// [`LayerKind::Conv2d`], for builders and tests.
+    ///
+    /// ```
+    /// # use taopipe_dsl::LayerKind;
+    /// let k = LayerKind::conv(64, (3, 3), (1, 1), (1, 1));
+    /// assert!(matches!(k, LayerKind::Conv2d { groups: 1, relu: false, .. }));
+    /// ```
+    pub fn conv(
+        out: usize,
+        kernel: (usize, usize),
+        stride: (usize, usize),
+        padding: (usize, usize),
+    ) -> LayerKind {
+        LayerKind::Conv2d {
+            out_channels: out,
+            kernel,
+            stride,
+            padding,
+            groups: 1,
+            relu: false,
+        }
+    }
+
+    /// Max pooling in floor mode with the same padding on both sides.
+    ///
+    /// ```
+    /// # use taopipe_dsl::LayerKind;
+    /// let k = LayerKind::max_pool((3, 3), (2, 2), (1, 1));
+    /// assert!(matches!(k, LayerKind::MaxPool { padding_end: (1, 1), ceil: false, .. }));
+    /// ```
+    pub fn max_pool(
+        kernel: (usize, usize),
+        stride: (usize, usize),
+        padding: (usize, usize),
+    ) -> LayerKind {
+        LayerKind::MaxPool {
+            kernel,
+            stride,
+            padding,
+            padding_end: padding,
+            ceil: false,
+        }
+    }
+
+    /// Average pooling in floor mode with the same padding on both sides.
+    pub fn avg_pool(
+        kernel: (usize, usize),
+        stride: (usize, usize),
+        padding: (usize, usize),
+    ) -> LayerKind {
+        LayerKind::AvgPool {
+            kernel,
+            stride,
+            padding,
+            padding_end: padding,
+            ceil: false,
+        }
+    }
+
+    /// ReLU6, `Clip { min: 0.0, max: 6.0 }`.
+    pub const RELU6: LayerKind = LayerKind::Clip { min: 0.0, max: 6.0 };
+
+    /// A short lowercase name: `conv`, `maxpool`, `avgpool`, `gap`, `fc`, `relu`, `clip`,
+    /// `leakyrelu`, `batchnorm`, `add`, `concat`, `flatten`, `softmax`.
     ///
     /// ```
     /// # use taopipe_dsl::LayerKind;
@@ -89,8 +197,11 @@ impl LayerKind {
             LayerKind::GlobalAvgPool => "gap",
             LayerKind::Fc { .. } => "fc",
             LayerKind::Relu => "relu",
+            LayerKind::Clip { .. } => "clip",
+            LayerKind::LeakyRelu { .. } => "leakyrelu",
             LayerKind::BatchNorm => "batchnorm",
             LayerKind::ResidualAdd { .. } => "add",
+            LayerKind::Concat { .. } => "concat",
             LayerKind::Flatten => "flatten",
             LayerKind::Softmax => "softmax",
         }
@@ -113,6 +224,21 @@ impl LayerKind {
         )
     }
 
+    /// Whether this is an element-wise activation (`Relu`, `Clip`, `LeakyRelu`): what a
+    /// convolution may apply in its store.
+    ///
+    /// ```
+    /// # use taopipe_dsl::LayerKind;
+    /// assert!(LayerKind::RELU6.is_activation());
+    /// assert!(!LayerKind::BatchNorm.is_activation());
+    /// ```
+    pub fn is_activation(&self) -> bool {
+        matches!(
+            self,
+            LayerKind::Relu | LayerKind::Clip { .. } | LayerKind::LeakyRelu { .. }
+        )
+    }
+
     /// Whether a layer of this kind opens a new pipeline [`Unit`](crate::Unit) when it
     /// reads the previous layer: `Conv2d`, `Fc`, `MaxPool`, `AvgPool`, `GlobalAvgPool`.
     ///
@@ -132,8 +258,8 @@ impl LayerKind {
         )
     }
 
-    /// Output shape and weight on `input`, residual adds excepted (their shape check needs
-    /// the net; here they are element-wise).
+    /// Output shape and weight on `input`, residual adds and concats excepted (their shape
+    /// checks need the net; here they are element-wise).
     pub(crate) fn infer(&self, input: Shape) -> Result<(Shape, u64), Issue> {
         match *self {
             LayerKind::Conv2d {
@@ -141,23 +267,31 @@ impl LayerKind {
                 kernel,
                 stride,
                 padding,
+                groups,
                 ..
-            } => infer::conv(input, out_channels, kernel, stride, padding),
+            } => infer::conv(input, out_channels, kernel, stride, padding, groups),
             LayerKind::MaxPool {
                 kernel,
                 stride,
                 padding,
+                padding_end,
+                ceil,
             }
             | LayerKind::AvgPool {
                 kernel,
                 stride,
                 padding,
-            } => infer::pool(input, kernel, stride, padding),
+                padding_end,
+                ceil,
+            } => infer::pool(input, kernel, stride, (padding, padding_end), ceil),
             LayerKind::GlobalAvgPool => infer::global_avg_pool(input),
             LayerKind::Fc { out_features, .. } => infer::fc(input, out_features),
+            LayerKind::Clip { min, max } => infer::clip(input, min, max),
+            LayerKind::LeakyRelu { slope } => infer::leaky_relu(input, slope),
             LayerKind::Relu
             | LayerKind::BatchNorm
             | LayerKind::ResidualAdd { .. }
+            | LayerKind::Concat { .. }
             | LayerKind::Softmax => infer::elementwise(input),
             LayerKind::Flatten => infer::flatten(input),
         }
@@ -189,7 +323,8 @@ fn pair(f: &mut fmt::Formatter<'_>, (a, b): (usize, usize)) -> fmt::Result {
 }
 
 impl fmt::Display for LayerKind {
-    /// `conv 64 3x3 s1 p1 +relu`, `maxpool 2x2 s2`, `fc 4096 +relu`, `add(conv2) +relu`, …
+    /// `conv 64 3x3 s1 p1 +relu`, `conv 32 3x3 s1 p1 g32`, `maxpool 3x3 s2 ceil`,
+    /// `fc 4096 +relu`, `add(conv2) +relu`, `concat(a, b)`, `clip 0..6`, …
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LayerKind::Conv2d {
@@ -197,12 +332,16 @@ impl fmt::Display for LayerKind {
                 kernel,
                 stride,
                 padding,
+                groups,
                 relu,
             } => {
                 write!(f, "conv {out_channels} {}x{} s", kernel.0, kernel.1)?;
                 pair(f, *stride)?;
                 write!(f, " p")?;
                 pair(f, *padding)?;
+                if *groups != 1 {
+                    write!(f, " g{groups}")?;
+                }
                 if *relu {
                     write!(f, " +relu")?;
                 }
@@ -212,17 +351,28 @@ impl fmt::Display for LayerKind {
                 kernel,
                 stride,
                 padding,
+                padding_end,
+                ceil,
             }
             | LayerKind::AvgPool {
                 kernel,
                 stride,
                 padding,
+                padding_end,
+                ceil,
             } => {
                 write!(f, "{} {}x{} s", self.short_name(), kernel.0, kernel.1)?;
                 pair(f, *stride)?;
-                if *padding != (0, 0) {
+                if *padding != (0, 0) || padding_end != padding {
                     write!(f, " p")?;
                     pair(f, *padding)?;
+                }
+                if padding_end != padding {
+                    write!(f, " e")?;
+                    pair(f, *padding_end)?;
+                }
+                if *ceil {
+                    write!(f, " ceil")?;
                 }
                 Ok(())
             }
@@ -233,6 +383,8 @@ impl fmt::Display for LayerKind {
                 }
                 Ok(())
             }
+            LayerKind::Clip { min, max } => write!(f, "clip {min}..{max}"),
+            LayerKind::LeakyRelu { slope } => write!(f, "leakyrelu {slope}"),
             LayerKind::ResidualAdd { from, relu } => {
                 write!(f, "add({from})")?;
                 if *relu {
@@ -240,6 +392,7 @@ impl fmt::Display for LayerKind {
                 }
                 Ok(())
             }
+            LayerKind::Concat { from } => write!(f, "concat({})", from.join(", ")),
             other => f.write_str(other.short_name()),
         }
     }
@@ -299,13 +452,13 @@ impl fmt::Display for Source {
 ///
 /// Only [`crate::NetSpecBuilder::build`] makes these, so `input`, `output`, `weight` and
 /// the resolved sources are always consistent with `kind` and the net.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Layer {
     name: String,
     kind: LayerKind,
     input_from: Option<String>,
     source: Source,
-    residual: Option<Source>,
+    operands: Vec<Source>,
     input: Shape,
     output: Shape,
     weight: u64,
@@ -317,7 +470,7 @@ pub(crate) struct LayerParts {
     pub(crate) kind: LayerKind,
     pub(crate) input_from: Option<String>,
     pub(crate) source: Source,
-    pub(crate) residual: Option<Source>,
+    pub(crate) operands: Vec<Source>,
     pub(crate) input: Shape,
     pub(crate) output: Shape,
     pub(crate) weight: u64,
@@ -330,7 +483,7 @@ impl Layer {
             kind,
             input_from,
             source,
-            residual,
+            operands,
             input,
             output,
             weight,
@@ -340,7 +493,7 @@ impl Layer {
             kind,
             input_from,
             source,
-            residual,
+            operands,
             input,
             output,
             weight,
@@ -372,7 +525,38 @@ impl Layer {
     /// For a [`LayerKind::ResidualAdd`], where the added tensor comes from, resolved
     /// ([`Source::Input`] or [`Source::Layer`]); `None` for every other kind.
     pub fn residual_source(&self) -> Option<Source> {
-        self.residual
+        match self.kind {
+            LayerKind::ResidualAdd { .. } => self.operands.first().copied(),
+            _ => None,
+        }
+    }
+
+    /// The tensors it reads besides its input ([`Layer::source`]), resolved, in order:
+    /// a residual add's shortcut, a concat's inputs after the first; empty for every other
+    /// kind.
+    pub fn operands(&self) -> &[Source] {
+        &self.operands
+    }
+
+    /// Every tensor the layer at index `at` reads, resolved to its producer: its input
+    /// ([`Source::resolve`]d), then its [`Layer::operands`].
+    ///
+    /// ```
+    /// use taopipe_dsl::{net, Source};
+    ///
+    /// let net = net! { fire [8, 8, 8] =>
+    ///     squeeze: conv(4, 1x1) relu,
+    ///     e1:      conv(8, 1x1) relu from squeeze,
+    ///     e3:      conv(8, 3x3, pad 1) relu from squeeze,
+    ///     cat:     concat(e1, e3),
+    /// }?;
+    /// let reads: Vec<Source> = net.layers()[3].reads(3).collect();
+    /// assert_eq!(reads, vec![Source::Layer(1), Source::Layer(2)]);
+    /// assert_eq!(net.output().c, 16);
+    /// # Ok::<(), taopipe_dsl::DslError>(())
+    /// ```
+    pub fn reads(&self, at: usize) -> impl Iterator<Item = Source> + '_ {
+        std::iter::once(self.source.resolve(at)).chain(self.operands.iter().copied())
     }
 
     /// Whether this layer starts a new pipeline [`Unit`](crate::Unit) (unless it is the

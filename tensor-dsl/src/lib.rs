@@ -45,9 +45,9 @@
 //! A pipeline is cut only between **units** ([`Unit`], [`NetSpec::units`]), and a
 //! *composition* (units per stage) counts units. **The unit rule:** a new unit starts at
 //! every `Conv2d`, `Fc`, `MaxPool`, `AvgPool` and `GlobalAvgPool` layer whose source is the
-//! previous layer ([`Source::Previous`]); every other layer — `Relu`, `BatchNorm`,
-//! `ResidualAdd`, `Flatten`, `Softmax`, and any layer declared with a `from` (a branch) —
-//! joins the current unit. The first layer always starts a unit. A unit's weight is the sum
+//! previous layer ([`Source::Previous`]); every other layer — `Relu`, `Clip`,
+//! `LeakyRelu`, `BatchNorm`, `ResidualAdd`, `Concat`, `Flatten`, `Softmax`, and any layer
+//! declared with a `from` (a branch) — joins the current unit. The first layer always starts a unit. A unit's weight is the sum
 //! of its layers' weights.
 //!
 //! This gives the paper's counts: VGG16 is 21 units (13 conv +ReLU, 5 max-pool, 3 FC),
@@ -64,7 +64,23 @@
 //! ```
 //!
 //! so that the block's third unit holds conv3, bn3, the downsample conv and bn, and the
-//! add. Edges may cross unit boundaries (the shortcut spans the block's 3 units);
+//! add.
+//!
+//! **Modules.** A module of parallel branches joined by `concat` (SqueezeNet's fire,
+//! GoogLeNet's inception) is one unit when every layer after its first is declared with a
+//! `from`, even where it reads the previous layer:
+//!
+//! ```text
+//! fire2_squeeze:   conv(16, 1x1) relu,
+//! fire2_expand1x1: conv(64, 1x1) relu from fire2_squeeze,
+//! fire2_expand3x3: conv(64, 3x3, pad 1) relu from fire2_squeeze,
+//! fire2:           concat(fire2_expand1x1, fire2_expand3x3),
+//! ```
+//!
+//! A concat never opens a unit. Declared without those `from`s, a branch's convolutions
+//! open units of their own, and a pipeline may then cut inside the module: the stage
+//! boundary forwards the module's input and the branches already finished
+//! ([`NetSpec::live_across`]). Edges may cross unit boundaries (the shortcut spans the block's 3 units);
 //! [`NetSpec::live_across`] lists the tensors a stage boundary must forward. A trailing
 //! softmax joins the last unit; the zoo ends VGG16 with `fc8` (logits) anyway, since
 //! softmax does not change the arg-max.
@@ -73,10 +89,11 @@
 //!
 //! | kind | weight |
 //! |---|---|
-//! | `Conv2d` | Eq. 1, `Ho·Wo·C·R·S·K`: **output** height and width, input channels `C`, kernel `R×S`, output channels `K` |
+//! | `Conv2d` | Eq. 1, `Ho·Wo·C·R·S·K`: **output** height and width, input channels `C`, kernel `R×S`, output channels `K`; with `g` groups, `C/g` input channels per output channel (a depthwise conv: `Ho·Wo·R·S·K`) |
 //! | `Fc` | Eq. 2, `H·W·C·F`: the (implicitly flattened) input times the output features |
 //! | `MaxPool`, `AvgPool`, `GlobalAvgPool` | the input size `H·W·C` (paper §2.1) |
-//! | `Relu`, `BatchNorm`, `ResidualAdd`, `Softmax` | the element count `H·W·C` (one operation per element; a fused ReLU adds nothing) |
+//! | `Relu`, `Clip`, `LeakyRelu`, `BatchNorm`, `ResidualAdd`, `Softmax` | the element count `H·W·C` (one operation per element; a fused ReLU adds nothing) |
+//! | `Concat` | its output's element count (a copy of every element) |
 //! | `Flatten` | 0 (a reshape, no arithmetic) |
 //!
 //! The paper reads Eq. 1 with the *input* `H, W`. We use the *output* `Ho, Wo`, because

@@ -6,17 +6,21 @@
 ///
 /// | kind | arguments | example |
 /// |---|---|---|
-/// | `conv` | `out, k [, stride s] [, pad p]` | `conv1: conv(64, 3x3, pad 1) relu` |
-/// | `maxpool` / `avgpool` | `k [, stride s] [, pad p]` (stride defaults to `k`) | `pool1: maxpool(2x2, stride 2)` |
+/// | `conv` | `out, k [, stride s] [, pad p] [, groups g]` | `conv1: conv(64, 3x3, pad 1) relu`, `dw: conv(32, 3x3, pad 1, groups 32)` |
+/// | `maxpool` / `avgpool` | `k [, stride s] [, pad p] [, pad_end e]` (stride defaults to `k`, `pad_end` to `pad`); a trailing `ceil` for ceil mode | `pool1: maxpool(3x3, stride 2) ceil` |
 /// | `gap` | — (global average pooling) | `avg: gap` |
 /// | `fc` | `out` (flattens implicitly) | `fc6: fc(4096) relu` |
-/// | `relu`, `batchnorm`, `flatten`, `softmax` | — | `bn1: batchnorm` |
+/// | `relu`, `relu6`, `batchnorm`, `flatten`, `softmax` | — | `bn1: batchnorm` |
+/// | `clip` | `min, max` (numbers) | `act: clip(0, 6)` |
+/// | `leakyrelu` | the slope of negative inputs | `act: leakyrelu(0.1)` |
 /// | `add` | the earlier layer (or `input`) whose output is added | `res1: add(pool1) relu` |
+/// | `concat` | the earlier layers (or `input`) joined along the channels, in order | `fire2: concat(e1x1, e3x3)` |
 ///
 /// Sizes are `N` (square) or `NxM` (height × width): `3x3`, `1x7`, `stride 2`, `pad 1`.
 /// A trailing `relu` fuses the activation into a `conv`, `fc` or `add` (it is not a layer).
 ///
-/// **Sources.** A layer reads the previous layer's output (the net input for the first).
+/// **Sources.** A layer reads the previous layer's output (the net input for the first);
+/// a `concat` reads the layers it lists.
 /// A trailing `from SOURCE` (after the kind and the optional `relu`) makes it read the
 /// output of the earlier layer `SOURCE` instead, or the net input if `SOURCE` is `input`
 /// (so no layer may be named `input`). A layer with a `from` never starts a pipeline
@@ -125,6 +129,24 @@
 /// };
 /// ```
 ///
+/// Nor a concat of planes of different sizes:
+///
+/// ```compile_fail,E0080
+/// let net = taopipe_dsl::net! { bad [3, 8, 8] =>
+///     c1: conv(16, 3x3) relu,          // 16x6x6
+///     c2: conv(16, 1x1) from input,    // 16x8x8
+///     cat: concat(c1, c2),
+/// };
+/// ```
+///
+/// Nor groups that do not divide the channels:
+///
+/// ```compile_fail,E0080
+/// let net = taopipe_dsl::net! { bad [6, 8, 8] =>
+///     g: conv(8, 3x3, groups 4),       // 6 input channels
+/// };
+/// ```
+///
 /// Nor a layer named `input` (the reserved source name):
 ///
 /// ```compile_fail,E0080
@@ -214,27 +236,32 @@ macro_rules! __net_dims {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __net_kind {
-    (conv ($out:literal, $k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(,)?) $($mods:ident)*) => {
+    (conv ($out:literal, $k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(, groups $g:literal)? $(,)?) $($mods:ident)*) => {
         $crate::__private::ConstKind::Conv {
             out: $out,
             kernel: $crate::__private::dims(::core::stringify!($k)),
             stride: $crate::__net_dims!($($s)?; (1, 1)),
             padding: $crate::__net_dims!($($p)?; (0, 0)),
+            groups: $crate::__net_groups!($($g)?),
             relu: $crate::__net_relu!($($mods)*),
         }
     };
-    (maxpool ($k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(,)?) $(from $src:ident)?) => {
+    (maxpool ($k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(, pad_end $e:tt)? $(,)?) $($mods:ident)*) => {
         $crate::__private::ConstKind::MaxPool {
             kernel: $crate::__private::dims(::core::stringify!($k)),
             stride: $crate::__net_dims!($($s)?; $crate::__private::dims(::core::stringify!($k))),
             padding: $crate::__net_dims!($($p)?; (0, 0)),
+            padding_end: $crate::__net_dims!($($e)?; $crate::__net_dims!($($p)?; (0, 0))),
+            ceil: $crate::__net_ceil!($($mods)*),
         }
     };
-    (avgpool ($k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(,)?) $(from $src:ident)?) => {
+    (avgpool ($k:tt $(, stride $s:tt)? $(, pad $p:tt)? $(, pad_end $e:tt)? $(,)?) $($mods:ident)*) => {
         $crate::__private::ConstKind::AvgPool {
             kernel: $crate::__private::dims(::core::stringify!($k)),
             stride: $crate::__net_dims!($($s)?; $crate::__private::dims(::core::stringify!($k))),
             padding: $crate::__net_dims!($($p)?; (0, 0)),
+            padding_end: $crate::__net_dims!($($e)?; $crate::__net_dims!($($p)?; (0, 0))),
+            ceil: $crate::__net_ceil!($($mods)*),
         }
     };
     (gap $(from $src:ident)?) => {
@@ -248,6 +275,15 @@ macro_rules! __net_kind {
     };
     (relu $(from $src:ident)?) => {
         $crate::__private::ConstKind::Relu
+    };
+    (relu6 $(from $src:ident)?) => {
+        $crate::__private::ConstKind::Clip { min: 0.0, max: 6.0 }
+    };
+    (clip ($min:literal, $max:literal $(,)?) $(from $src:ident)?) => {
+        $crate::__private::ConstKind::Clip { min: $min as f32, max: $max as f32 }
+    };
+    (leakyrelu ($slope:literal $(,)?) $(from $src:ident)?) => {
+        $crate::__private::ConstKind::LeakyRelu { slope: $slope as f32 }
     };
     (batchnorm $(from $src:ident)?) => {
         $crate::__private::ConstKind::BatchNorm
@@ -263,6 +299,48 @@ macro_rules! __net_kind {
             from: ::core::stringify!($from),
             relu: $crate::__net_relu!($($mods)*),
         }
+    };
+    (concat ($($from:ident),+ $(,)?)) => {
+        $crate::__private::ConstKind::Concat {
+            from: &[$(::core::stringify!($from)),+],
+        }
+    };
+}
+
+/// A conv's `groups g` argument: present → `g`, absent → 1.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __net_groups {
+    () => {
+        1
+    };
+    ($g:literal) => {
+        $g
+    };
+}
+
+/// A pool's ceil-mode flag of `[ceil] [from SOURCE]`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __net_ceil {
+    () => {
+        false
+    };
+    (ceil) => {
+        true
+    };
+    (from $src:ident) => {
+        false
+    };
+    (ceil from $src:ident) => {
+        true
+    };
+    ($($other:tt)*) => {
+        ::core::compile_error!(::core::concat!(
+            "net!: after a pool, expected `ceil` and/or `from NAME`, found `",
+            ::core::stringify!($($other)*),
+            "`"
+        ))
     };
 }
 
@@ -305,6 +383,12 @@ macro_rules! __net_from {
         ::core::option::Option::<&'static str>::Some(::core::stringify!($src))
     };
     (relu from $src:ident) => {
+        ::core::option::Option::<&'static str>::Some(::core::stringify!($src))
+    };
+    (ceil) => {
+        ::core::option::Option::<&'static str>::None
+    };
+    (ceil from $src:ident) => {
         ::core::option::Option::<&'static str>::Some(::core::stringify!($src))
     };
     ($($other:tt)*) => {

@@ -14,9 +14,9 @@ use crate::{DslError, Layer, LayerKind, Shape, Source};
 ///
 /// **The unit rule.** A new unit starts at every `Conv2d`, `Fc`, `MaxPool`, `AvgPool` and
 /// `GlobalAvgPool` layer whose source is the previous layer ([`Source::Previous`]); every
-/// other layer — `Relu`, `BatchNorm`, `ResidualAdd`, `Flatten`, `Softmax`, and any layer
-/// with an explicit `from` (a branch, such as ResNet's downsample convolution) — joins the
-/// current unit. The first layer always starts a unit. So VGG16 has 21 units, AlexNet 11
+/// other layer — `Relu`, `Clip`, `LeakyRelu`, `BatchNorm`, `ResidualAdd`, `Concat`,
+/// `Flatten`, `Softmax`, and any layer with an explicit `from` (a branch, such as ResNet's
+/// downsample convolution) — joins the current unit. The first layer always starts a unit. So VGG16 has 21 units, AlexNet 11
 /// and ResNet50 52 (with each block's downsample declared after its `bn3`, using `from`,
 /// the third unit of the block holds `conv3`, `bn3`, the downsample conv and bn and the add).
 ///
@@ -81,7 +81,7 @@ impl Unit {
 /// println!("{net}");
 /// # Ok::<(), taopipe_dsl::DslError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NetSpec {
     name: String,
     input: Shape,
@@ -124,9 +124,9 @@ impl NetSpec {
         self.layers.iter().find(|l| l.name() == name)
     }
 
-    /// How many layers read each layer's output (a layer's main input and its residual
-    /// input count once each); what decides whether a layer can be folded into or fused
-    /// with the one before it.
+    /// How many layers read each layer's output (a layer's input and each of its
+    /// [`Layer::operands`] count once each); what decides whether a layer can be folded
+    /// into or fused with the one before it.
     ///
     /// ```
     /// use taopipe_dsl::{NetSpec, Shape};
@@ -142,11 +142,7 @@ impl NetSpec {
     pub fn reader_counts(&self) -> Vec<usize> {
         let mut readers = vec![0; self.len()];
         for (i, layer) in self.layers.iter().enumerate() {
-            let sources = [
-                Some(layer.source().resolve(i)),
-                layer.residual_source().map(|s| s.resolve(i)),
-            ];
-            for source in sources.into_iter().flatten() {
+            for source in layer.reads(i) {
                 if let Source::Layer(j) = source {
                     readers[j] += 1;
                 }
@@ -191,8 +187,9 @@ impl NetSpec {
 
     /// The tensors that a pipeline stage boundary before unit `boundary` must forward:
     /// every producer ([`Source::Input`] for the net input, [`Source::Layer`] for a layer)
-    /// whose output is read — as input or as a residual operand — by a layer of unit
-    /// `boundary` or later, but that was produced before unit `boundary`. Sorted, without
+    /// whose output is read — as input or as an operand (a residual, a concat's input) —
+    /// by a layer of unit `boundary` or later, but that was produced before unit
+    /// `boundary`. Sorted, without
     /// repeats; the ordinary previous-layer edge is included (it is the last layer of unit
     /// `boundary - 1`, or the net input for `boundary == 0`).
     ///
@@ -236,10 +233,7 @@ impl NetSpec {
         let mut live: Vec<Source> = self.layers[start..]
             .iter()
             .enumerate()
-            .flat_map(|(k, l)| {
-                let at = start + k;
-                std::iter::once(l.source().resolve(at)).chain(l.residual_source())
-            })
+            .flat_map(|(k, l)| l.reads(start + k))
             .filter(|&s| produced_before(s))
             .collect();
         live.sort_unstable();
@@ -412,6 +406,7 @@ impl NetSpecBuilder {
                 kernel: (k, k),
                 stride: (stride, stride),
                 padding: (pad, pad),
+                groups: 1,
                 relu,
             },
         )
@@ -419,26 +414,12 @@ impl NetSpecBuilder {
 
     /// Square max pooling `k×k`, stride `s`, no padding.
     pub fn max_pool(self, name: impl Into<String>, k: usize, s: usize) -> Self {
-        self.layer(
-            name,
-            LayerKind::MaxPool {
-                kernel: (k, k),
-                stride: (s, s),
-                padding: (0, 0),
-            },
-        )
+        self.layer(name, LayerKind::max_pool((k, k), (s, s), (0, 0)))
     }
 
     /// Square average pooling `k×k`, stride `s`, no padding.
     pub fn avg_pool(self, name: impl Into<String>, k: usize, s: usize) -> Self {
-        self.layer(
-            name,
-            LayerKind::AvgPool {
-                kernel: (k, k),
-                stride: (s, s),
-                padding: (0, 0),
-            },
-        )
+        self.layer(name, LayerKind::avg_pool((k, k), (s, s), (0, 0)))
     }
 
     /// Global average pooling.
@@ -471,6 +452,36 @@ impl NetSpecBuilder {
     /// A stand-alone ReLU.
     pub fn relu(self, name: impl Into<String>) -> Self {
         self.layer(name, LayerKind::Relu)
+    }
+
+    /// `min(max(x, min), max)` ([`LayerKind::Clip`]; ReLU6 is `clip(name, 0.0, 6.0)`).
+    pub fn clip(self, name: impl Into<String>, min: f32, max: f32) -> Self {
+        self.layer(name, LayerKind::Clip { min, max })
+    }
+
+    /// Leaky ReLU with `slope` for negative inputs ([`LayerKind::LeakyRelu`]).
+    pub fn leaky_relu(self, name: impl Into<String>, slope: f32) -> Self {
+        self.layer(name, LayerKind::LeakyRelu { slope })
+    }
+
+    /// The outputs of the layers `from` joined along the channels ([`LayerKind::Concat`]).
+    ///
+    /// ```
+    /// use taopipe_dsl::{NetSpec, Shape};
+    ///
+    /// let net = NetSpec::builder("fire", Shape::new(8, 16, 16))
+    ///     .conv_relu("squeeze", 4, 1, 1, 0)
+    ///     .layer_from("e1", taopipe_dsl::LayerKind::conv(8, (1, 1), (1, 1), (0, 0)), "squeeze")
+    ///     .layer_from("e3", taopipe_dsl::LayerKind::conv(8, (3, 3), (1, 1), (1, 1)), "squeeze")
+    ///     .concat("cat", &["e1", "e3"])
+    ///     .build()?;
+    /// assert_eq!(net.output(), Shape::new(16, 16, 16));
+    /// assert_eq!(net.units().len(), 1); // the module is one pipeline unit
+    /// # Ok::<(), taopipe_dsl::DslError>(())
+    /// ```
+    pub fn concat(self, name: impl Into<String>, from: &[&str]) -> Self {
+        let from = from.iter().map(|f| f.to_string()).collect();
+        self.layer(name, LayerKind::Concat { from })
     }
 
     /// Batch normalisation.
@@ -519,7 +530,9 @@ impl NetSpecBuilder {
     /// [`DslError::NoLayers`], [`DslError::EmptyName`], [`DslError::ReservedName`],
     /// [`DslError::DuplicateName`], [`DslError::UnknownSource`],
     /// [`DslError::ZeroParameter`], [`DslError::KernelTooLarge`],
-    /// [`DslError::PoolPaddingTooLarge`], [`DslError::UnknownResidualSource`],
+    /// [`DslError::PoolPaddingTooLarge`], [`DslError::Groups`],
+    /// [`DslError::BadParameter`], [`DslError::ConcatMismatch`],
+    /// [`DslError::UnknownResidualSource`],
     /// [`DslError::ResidualMismatch`], [`DslError::Overflow`] (also when a unit's weight
     /// overflows; it names the layer that makes it overflow).
     ///
@@ -574,9 +587,27 @@ impl NetSpecBuilder {
                         .map(|&j| (Source::Layer(j), layers[j].output()))
                 }
             };
-            let (source, layer_input) = match &from {
-                None => (Source::Previous, current),
-                Some(f) => match resolve(f) {
+            let (source, layer_input) = match (&from, &kind) {
+                (_, LayerKind::Concat { from: joined }) => {
+                    let Some(first) = joined.first() else {
+                        return Err(DslError::ZeroParameter {
+                            layer: name,
+                            what: "concat inputs",
+                            input: current,
+                        });
+                    };
+                    match resolve(first) {
+                        Some(v) => v,
+                        None => {
+                            return Err(DslError::UnknownSource {
+                                layer: name,
+                                from: first.clone(),
+                            });
+                        }
+                    }
+                }
+                (None, _) => (Source::Previous, current),
+                (Some(f), _) => match resolve(f) {
                     Some(v) => v,
                     None => {
                         return Err(DslError::UnknownSource {
@@ -586,7 +617,8 @@ impl NetSpecBuilder {
                     }
                 },
             };
-            let mut residual = None;
+            let mut operands = Vec::new();
+            let mut layer_output = None;
             if let LayerKind::ResidualAdd { from: add_from, .. } = &kind {
                 let Some((add_source, from_shape)) = resolve(add_from) else {
                     return Err(DslError::UnknownResidualSource {
@@ -602,11 +634,52 @@ impl NetSpecBuilder {
                         from_shape,
                     });
                 }
-                residual = Some(add_source);
+                operands.push(add_source);
             }
-            let (output, weight) = match kind.infer(layer_input) {
-                Ok(v) => v,
-                Err(issue) => return Err(issue_error(issue, name, &kind, layer_input)),
+            if let LayerKind::Concat { from: joined } = &kind {
+                let mut channels = layer_input.c;
+                for other in &joined[1..] {
+                    let Some((other_source, other_shape)) = resolve(other) else {
+                        return Err(DslError::UnknownSource {
+                            layer: name,
+                            from: other.clone(),
+                        });
+                    };
+                    if (other_shape.h, other_shape.w) != (layer_input.h, layer_input.w) {
+                        return Err(DslError::ConcatMismatch {
+                            layer: name,
+                            first: joined[0].clone(),
+                            first_shape: layer_input,
+                            from: other.clone(),
+                            from_shape: other_shape,
+                        });
+                    }
+                    channels =
+                        channels
+                            .checked_add(other_shape.c)
+                            .ok_or_else(|| DslError::Overflow {
+                                layer: name.clone(),
+                                input: layer_input,
+                            })?;
+                    operands.push(other_source);
+                }
+                layer_output = Some(Shape::new(channels, layer_input.h, layer_input.w));
+            }
+            let (output, weight) = match layer_output {
+                // A concat copies every element of its output once.
+                Some(out) => match out.elements() {
+                    Some(n) => (out, n),
+                    None => {
+                        return Err(DslError::Overflow {
+                            layer: name,
+                            input: layer_input,
+                        });
+                    }
+                },
+                None => match kind.infer(layer_input) {
+                    Ok(v) => v,
+                    Err(issue) => return Err(issue_error(issue, name, &kind, layer_input)),
+                },
             };
             index.insert(name.clone(), i);
             layers.push(Layer::new(LayerParts {
@@ -614,7 +687,7 @@ impl NetSpecBuilder {
                 kind,
                 input_from: from,
                 source,
-                residual,
+                operands,
                 input: layer_input,
                 output,
                 weight,
@@ -671,6 +744,32 @@ fn issue_error(issue: Issue, layer: String, kind: &LayerKind, input: Shape) -> D
             input,
             kernel,
             padding,
+            padding_end: match kind {
+                LayerKind::MaxPool { padding_end, .. } | LayerKind::AvgPool { padding_end, .. } => {
+                    *padding_end
+                }
+                _ => padding,
+            },
+        },
+        Issue::Groups => DslError::Groups {
+            layer,
+            input,
+            groups: match kind {
+                LayerKind::Conv2d { groups, .. } => *groups,
+                _ => 1,
+            },
+            out_channels: match kind {
+                LayerKind::Conv2d { out_channels, .. } => *out_channels,
+                _ => input.c,
+            },
+        },
+        Issue::Parameter => DslError::BadParameter {
+            layer,
+            kind: kind.to_string(),
+            reason: match kind {
+                LayerKind::Clip { .. } => "the bounds must be numbers, min not above max",
+                _ => "the slope must be finite",
+            },
         },
         Issue::Overflow => DslError::Overflow { layer, input },
     }

@@ -144,6 +144,7 @@ pub fn conv_net_with_weights(name: &str, weights: &[u64]) -> Result<NetSpec, Dsl
                 kernel: (r, s),
                 stride: (1, 1),
                 padding: ((r - 1) / 2, pad_w),
+                groups: 1,
                 relu: true,
             },
         );

@@ -131,19 +131,13 @@ fn macro_and_builder_agree() -> Result<(), DslError> {
                 kernel: (5, 3),
                 stride: (2, 1),
                 padding: (2, 1),
+                groups: 1,
                 relu: true,
             },
         )
         .batch_norm("bn")
         .relu("r")
-        .layer(
-            "p",
-            LayerKind::AvgPool {
-                kernel: (3, 3),
-                stride: (2, 2),
-                padding: (1, 1),
-            },
-        )
+        .layer("p", LayerKind::avg_pool((3, 3), (2, 2), (1, 1)))
         .conv("c2", 8, 3, 1, 1)
         .residual_add("add", "p")
         .global_avg_pool("g")
@@ -264,15 +258,8 @@ fn builder_errors_name_the_layer() {
             &["3x0x8"],
         ),
         (
-            b().layer(
-                "pp",
-                LayerKind::MaxPool {
-                    kernel: (2, 2),
-                    stride: (2, 2),
-                    padding: (2, 2),
-                },
-            )
-            .build(),
+            b().layer("pp", LayerKind::max_pool((2, 2), (2, 2), (2, 2)))
+                .build(),
             "PoolPaddingTooLarge",
             &["`pp`"],
         ),

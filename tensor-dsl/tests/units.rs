@@ -199,6 +199,7 @@ fn macro_and_builder_agree_on_branches() -> Result<(), DslError> {
                 kernel: (1, 1),
                 stride: (1, 1),
                 padding: (0, 0),
+                groups: 1,
                 relu: false,
             },
             "c1",
@@ -212,6 +213,7 @@ fn macro_and_builder_agree_on_branches() -> Result<(), DslError> {
                 kernel: (1, 1),
                 stride: (1, 1),
                 padding: (0, 0),
+                groups: 1,
                 relu: false,
             },
             "add",
@@ -263,14 +265,7 @@ fn resnet50() -> Result<NetSpec, DslError> {
         .conv("conv1", 64, 7, 2, 3)
         .batch_norm("bn1")
         .relu("relu")
-        .layer(
-            "maxpool",
-            LayerKind::MaxPool {
-                kernel: (3, 3),
-                stride: (2, 2),
-                padding: (1, 1),
-            },
-        );
+        .layer("maxpool", LayerKind::max_pool((3, 3), (2, 2), (1, 1)));
     let mut block_input = "maxpool".to_string();
     for (stage, (blocks, width)) in [(3, 64), (4, 128), (6, 256), (3, 512)]
         .into_iter()
@@ -297,6 +292,7 @@ fn resnet50() -> Result<NetSpec, DslError> {
                             kernel: (1, 1),
                             stride: (stride, stride),
                             padding: (0, 0),
+                            groups: 1,
                             relu: false,
                         },
                         block_input.clone(),
@@ -474,6 +470,7 @@ fn source_errors_name_the_layer() {
                 kernel: (3, 3),
                 stride: (1, 1),
                 padding: (0, 0),
+                groups: 1,
                 relu: false,
             },
             "p",

@@ -113,6 +113,7 @@ fn conv_layer(c: usize, i: usize, m: usize, f: usize, s: usize) -> BenchLayer {
             kernel: (f, f),
             stride: (s, s),
             padding: (f / 2, f / 2),
+            groups: 1,
             relu: true,
         },
     }
@@ -210,17 +211,9 @@ pub fn default_grid() -> Vec<BenchLayer> {
             ),
             input: Shape::new(c, i, i),
             kind: if max {
-                LayerKind::MaxPool {
-                    kernel,
-                    stride,
-                    padding,
-                }
+                LayerKind::max_pool(kernel, stride, padding)
             } else {
-                LayerKind::AvgPool {
-                    kernel,
-                    stride,
-                    padding,
-                }
+                LayerKind::avg_pool(kernel, stride, padding)
             },
         });
     }
@@ -494,6 +487,7 @@ mod tests {
                         kernel,
                         stride,
                         padding,
+                        ..
                     } => Pool2d::new(PoolParams::max(kernel.0, stride.0, padding.0), input)
                         .expect("pool")
                         .chunks(),
@@ -610,11 +604,7 @@ mod tests {
             grid: vec![BenchLayer {
                 name: "pool 3x3 @2".into(),
                 input: Shape::new(4, 2, 2),
-                kind: LayerKind::MaxPool {
-                    kernel: (3, 3),
-                    stride: (1, 1),
-                    padding: (0, 0),
-                },
+                kind: LayerKind::max_pool((3, 3), (1, 1), (0, 0)),
             }],
             ..CalibrateOptions::default()
         };

@@ -246,14 +246,17 @@ pub fn describe_layers(net: &NetSpec) -> Vec<LayerDesc> {
                 input.c as u64,
                 chunk_count(input.c, 1, 1),
             )),
-            LayerKind::Relu | LayerKind::BatchNorm => out.push(LayerDesc::new(
+            LayerKind::Relu
+            | LayerKind::Clip { .. }
+            | LayerKind::LeakyRelu { .. }
+            | LayerKind::BatchNorm => out.push(LayerDesc::new(
                 Op::Elementwise,
                 plane(input),
                 1,
                 input.c as u64,
                 chunk_count(input.c, 1, 1),
             )),
-            LayerKind::ResidualAdd { .. } => out.push(LayerDesc::new(
+            LayerKind::ResidualAdd { .. } | LayerKind::Concat { .. } => out.push(LayerDesc::new(
                 Op::Elementwise,
                 plane(input),
                 2,

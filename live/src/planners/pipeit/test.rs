@@ -91,6 +91,7 @@ fn chunk_counts_follow_the_nets_rule() {
         kernel: (3, 3),
         stride: (1, 1),
         padding: (1, 1),
+        groups: 1,
         relu: false,
     };
     let x = Shape::new(8, 8, 8);
@@ -170,11 +171,7 @@ fn descriptors_fold_and_fuse_like_the_model_builder() {
 #[test]
 fn pooling_descriptors() {
     let d = one(
-        LayerKind::MaxPool {
-            kernel: (3, 3),
-            stride: (2, 2),
-            padding: (1, 1),
-        },
+        LayerKind::max_pool((3, 3), (2, 2), (1, 1)),
         Shape::new(64, 112, 112),
     );
     assert_eq!((d.op, d.n, d.k, d.m), (Op::Pool, 56 * 56, 9, 64));
