@@ -154,7 +154,7 @@ impl KindCase {
                 relu: *relu,
             },
             KindCase::Relu => LayerKind::Relu,
-            KindCase::BatchNorm => LayerKind::BatchNorm,
+            KindCase::BatchNorm => LayerKind::BATCH_NORM,
             KindCase::Add { from, relu } => LayerKind::ResidualAdd {
                 from: from.name(),
                 relu: *relu,
@@ -266,7 +266,7 @@ fn check_net(net: &NetSpec) {
             LayerKind::Relu
             | LayerKind::Clip { .. }
             | LayerKind::LeakyRelu { .. }
-            | LayerKind::BatchNorm
+            | LayerKind::BatchNorm { .. }
             | LayerKind::Softmax => {
                 assert_eq!(output, input)
             }

@@ -56,8 +56,8 @@ pub struct BuildOptions {
     pub keep_outputs: bool,
 }
 
-/// PyTorch's default batchnorm ε.
-pub const BN_EPS: f32 = 1e-5;
+/// PyTorch's default batchnorm ε (a `batchnorm` layer says its own: [`LayerKind::BatchNorm`]).
+pub const BN_EPS: f32 = LayerKind::BN_EPS;
 
 /// Why a model could not be built or run. Every variant names the layer.
 #[derive(Debug, thiserror::Error)]
@@ -193,7 +193,10 @@ fn load_batchnorm(
                 high: 1.5,
             },
         )?,
-        eps: BN_EPS,
+        eps: match layer.kind() {
+            LayerKind::BatchNorm { eps } => *eps,
+            _ => BN_EPS,
+        },
     })
 }
 
@@ -268,7 +271,8 @@ impl Model {
                     if *groups != 1 {
                         return Err(unsupported(layer, "grouped convolutions"));
                     }
-                    let bn = absorbs(i, |k| matches!(k, LayerKind::BatchNorm)).then_some(i + 1);
+                    let bn =
+                        absorbs(i, |k| matches!(k, LayerKind::BatchNorm { .. })).then_some(i + 1);
                     let last = bn.unwrap_or(i);
                     // A residual add right after (ResNet's block output) goes into the store.
                     let add = (!*relu)
@@ -377,7 +381,7 @@ impl Model {
                 }
                 LayerKind::GlobalAvgPool => Arc::new(GlobalAvgPool::new(shape(layer.input()))),
                 LayerKind::Relu => Arc::new(Relu::new(shape(layer.input()))),
-                LayerKind::BatchNorm => {
+                LayerKind::BatchNorm { .. } => {
                     let bn = load_batchnorm(weights, layer, layer.input().c)?;
                     let (scale, shift) = bn.affine().map_err(kernel_error(layer))?;
                     Arc::new(

@@ -8,8 +8,7 @@ use std::path::Path;
 use taopipe_dsl::{LayerKind, NetSpec, Source, net};
 use taopipe_nets::{
     Add, Affine, BatchNorm, BuildOptions, Conv2d, Conv2dParams, GlobalAvgPool, Init, Kernel,
-    Linear, Model, RandomWeights, Relu, SafetensorsFile, Scratch, Shape, Weights, model::BN_EPS,
-    torch_name, zoo,
+    Linear, Model, RandomWeights, Relu, SafetensorsFile, Scratch, Shape, Weights, torch_name, zoo,
 };
 use taopipe_runtime::{Place, Runtime};
 
@@ -197,7 +196,7 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
         let followed_by_bn = spec
             .layers()
             .get(i + 1)
-            .is_some_and(|n| matches!(n.kind(), LayerKind::BatchNorm));
+            .is_some_and(|n| matches!(n.kind(), LayerKind::BatchNorm { .. }));
         let y = match layer.kind() {
             LayerKind::Conv2d {
                 out_channels: k,
@@ -233,7 +232,7 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                     .expect("conv")
                     .forward(&[&inp], &mut scratch)
             }
-            LayerKind::BatchNorm => {
+            LayerKind::BatchNorm { eps } => {
                 let c = [sh.c];
                 let bn = BatchNorm {
                     gamma: t(
@@ -254,7 +253,7 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                             high: 1.5,
                         },
                     ),
-                    eps: BN_EPS,
+                    eps: *eps,
                 };
                 Affine::from_batchnorm(sh, &bn, false)
                     .expect("bn")

@@ -86,7 +86,10 @@ pub enum ConstKind {
         from: &'static [&'static str],
     },
     /// See [`LayerKind::BatchNorm`].
-    BatchNorm,
+    BatchNorm {
+        /// The ε added to the variance.
+        eps: f32,
+    },
     /// See [`LayerKind::ResidualAdd`].
     Add {
         /// The earlier layer (or `input`) whose output is added.
@@ -156,7 +159,7 @@ impl ConstKind {
             ConstKind::Concat { from } => LayerKind::Concat {
                 from: from.iter().map(|f| f.to_string()).collect(),
             },
-            ConstKind::BatchNorm => LayerKind::BatchNorm,
+            ConstKind::BatchNorm { eps } => LayerKind::BatchNorm { eps },
             ConstKind::Add { from, relu } => LayerKind::ResidualAdd {
                 from: from.to_string(),
                 relu,
@@ -505,9 +508,8 @@ impl<const N: usize> ConstNet<N> {
             ),
             ConstKind::GlobalAvgPool => (infer::global_avg_pool(input), (1, 1), (0, 0)),
             ConstKind::Fc { out, .. } => (infer::fc(input, out), (1, 1), (0, 0)),
-            ConstKind::Relu | ConstKind::BatchNorm | ConstKind::Softmax => {
-                (infer::elementwise(input), (1, 1), (0, 0))
-            }
+            ConstKind::BatchNorm { eps } => (infer::batch_norm(input, eps), (1, 1), (0, 0)),
+            ConstKind::Relu | ConstKind::Softmax => (infer::elementwise(input), (1, 1), (0, 0)),
             ConstKind::Add { from, .. } => {
                 let Some(other) = self.source(from) else {
                     self.head(name)
@@ -565,7 +567,7 @@ impl<const N: usize> ConstNet<N> {
                 .panic(),
             Err(Issue::Parameter) => self
                 .head(name)
-                .s("a clip's bounds must be numbers, min not above max; a leaky ReLU's slope finite")
+                .s("a clip's bounds must be numbers, min not above max; a leaky ReLU's slope finite; a batchnorm's eps positive")
                 .panic(),
             Err(Issue::Overflow) => self
                 .head(name)

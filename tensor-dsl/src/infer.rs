@@ -166,6 +166,14 @@ pub(crate) const fn clip(input: Shape, min: f32, max: f32) -> Result<(Shape, u64
     elementwise(input)
 }
 
+/// Batch normalisation: shape kept, weight = element count; a positive, finite ε.
+pub(crate) const fn batch_norm(input: Shape, eps: f32) -> Result<(Shape, u64), Issue> {
+    if !eps.is_finite() || eps <= 0.0 {
+        return Err(Issue::Parameter);
+    }
+    elementwise(input)
+}
+
 /// Leaky ReLU: shape kept, weight = element count; a finite slope.
 pub(crate) const fn leaky_relu(input: Shape, slope: f32) -> Result<(Shape, u64), Issue> {
     if !slope.is_finite() {

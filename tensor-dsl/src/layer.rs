@@ -89,9 +89,14 @@ pub enum LayerKind {
         /// The factor of negative inputs (finite).
         slope: f32,
     },
-    /// Batch normalisation. The nets crate folds it into the preceding convolution when it
-    /// loads weights, but it is a declared layer here.
-    BatchNorm,
+    /// Batch normalisation, `(x − mean) / sqrt(var + eps) · γ + β` per channel, with the
+    /// statistics and `γ`, `β` loaded as weights. The nets crate folds it into the
+    /// preceding convolution when it loads weights, but it is a declared layer here.
+    BatchNorm {
+        /// The ε added to the variance: PyTorch's default 1e-5 ([`LayerKind::BN_EPS`]);
+        /// GoogLeNet's convolutions use 1e-3.
+        eps: f32,
+    },
     /// Adds the output of an earlier layer, named `from`, to the layer's input (the
     /// previous layer's output, or its [`Source`]), optionally followed by a fused ReLU
     /// (ResNet's `out = relu(bn3 + shortcut)`). Both operands must have the same shape.
@@ -182,6 +187,14 @@ impl LayerKind {
     /// ReLU6, `Clip { min: 0.0, max: 6.0 }`.
     pub const RELU6: LayerKind = LayerKind::Clip { min: 0.0, max: 6.0 };
 
+    /// PyTorch's default batch-norm ε.
+    pub const BN_EPS: f32 = 1e-5;
+
+    /// Batch normalisation with PyTorch's default ε.
+    pub const BATCH_NORM: LayerKind = LayerKind::BatchNorm {
+        eps: LayerKind::BN_EPS,
+    };
+
     /// A short lowercase name: `conv`, `maxpool`, `avgpool`, `gap`, `fc`, `relu`, `clip`,
     /// `leakyrelu`, `batchnorm`, `add`, `concat`, `flatten`, `softmax`.
     ///
@@ -199,7 +212,7 @@ impl LayerKind {
             LayerKind::Relu => "relu",
             LayerKind::Clip { .. } => "clip",
             LayerKind::LeakyRelu { .. } => "leakyrelu",
-            LayerKind::BatchNorm => "batchnorm",
+            LayerKind::BatchNorm { .. } => "batchnorm",
             LayerKind::ResidualAdd { .. } => "add",
             LayerKind::Concat { .. } => "concat",
             LayerKind::Flatten => "flatten",
@@ -230,7 +243,7 @@ impl LayerKind {
     /// ```
     /// # use taopipe_dsl::LayerKind;
     /// assert!(LayerKind::RELU6.is_activation());
-    /// assert!(!LayerKind::BatchNorm.is_activation());
+    /// assert!(!LayerKind::BATCH_NORM.is_activation());
     /// ```
     pub fn is_activation(&self) -> bool {
         matches!(
@@ -245,7 +258,7 @@ impl LayerKind {
     /// ```
     /// # use taopipe_dsl::LayerKind;
     /// assert!(LayerKind::GlobalAvgPool.opens_unit());
-    /// assert!(!LayerKind::BatchNorm.opens_unit());
+    /// assert!(!LayerKind::BATCH_NORM.opens_unit());
     /// ```
     pub fn opens_unit(&self) -> bool {
         matches!(
@@ -289,10 +302,10 @@ impl LayerKind {
             LayerKind::Clip { min, max } => infer::clip(input, min, max),
             LayerKind::LeakyRelu { slope } => infer::leaky_relu(input, slope),
             LayerKind::Relu
-            | LayerKind::BatchNorm
             | LayerKind::ResidualAdd { .. }
             | LayerKind::Concat { .. }
             | LayerKind::Softmax => infer::elementwise(input),
+            LayerKind::BatchNorm { eps } => infer::batch_norm(input, eps),
             LayerKind::Flatten => infer::flatten(input),
         }
     }
@@ -384,6 +397,9 @@ impl fmt::Display for LayerKind {
                 Ok(())
             }
             LayerKind::Clip { min, max } => write!(f, "clip {min}..{max}"),
+            LayerKind::BatchNorm { eps } if *eps != LayerKind::BN_EPS => {
+                write!(f, "batchnorm eps {eps}")
+            }
             LayerKind::LeakyRelu { slope } => write!(f, "leakyrelu {slope}"),
             LayerKind::ResidualAdd { from, relu } => {
                 write!(f, "add({from})")?;

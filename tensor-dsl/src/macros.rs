@@ -11,6 +11,7 @@
 /// | `gap` | — (global average pooling) | `avg: gap` |
 /// | `fc` | `out` (flattens implicitly) | `fc6: fc(4096) relu` |
 /// | `relu`, `relu6`, `batchnorm`, `flatten`, `softmax` | — | `bn1: batchnorm` |
+/// | `batchnorm` | optionally its ε (default 1e-5, PyTorch's) | `bn: batchnorm(0.001)` |
 /// | `clip` | `min, max` (numbers) | `act: clip(0, 6)` |
 /// | `leakyrelu` | the slope of negative inputs | `act: leakyrelu(0.1)` |
 /// | `add` | the earlier layer (or `input`) whose output is added | `res1: add(pool1) relu` |
@@ -286,7 +287,10 @@ macro_rules! __net_kind {
         $crate::__private::ConstKind::LeakyRelu { slope: $slope as f32 }
     };
     (batchnorm $(from $src:ident)?) => {
-        $crate::__private::ConstKind::BatchNorm
+        $crate::__private::ConstKind::BatchNorm { eps: $crate::LayerKind::BN_EPS }
+    };
+    (batchnorm ($eps:literal $(,)?) $(from $src:ident)?) => {
+        $crate::__private::ConstKind::BatchNorm { eps: $eps as f32 }
     };
     (flatten $(from $src:ident)?) => {
         $crate::__private::ConstKind::Flatten

@@ -484,9 +484,9 @@ impl NetSpecBuilder {
         self.layer(name, LayerKind::Concat { from })
     }
 
-    /// Batch normalisation.
+    /// Batch normalisation with PyTorch's default ε (1e-5).
     pub fn batch_norm(self, name: impl Into<String>) -> Self {
-        self.layer(name, LayerKind::BatchNorm)
+        self.layer(name, LayerKind::BATCH_NORM)
     }
 
     /// Residual add of the output of the earlier layer `from` (or [`INPUT`](crate::INPUT)).
@@ -768,6 +768,7 @@ fn issue_error(issue: Issue, layer: String, kind: &LayerKind, input: Shape) -> D
             kind: kind.to_string(),
             reason: match kind {
                 LayerKind::Clip { .. } => "the bounds must be numbers, min not above max",
+                LayerKind::BatchNorm { .. } => "eps must be positive and finite",
                 _ => "the slope must be finite",
             },
         },

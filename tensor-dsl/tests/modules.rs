@@ -155,6 +155,24 @@ fn end_padding_keeps_yolos_last_pool_at_13() -> Result<(), DslError> {
 }
 
 #[test]
+fn batchnorm_takes_its_eps() -> Result<(), DslError> {
+    let net = net! { bn [4, 8, 8] =>
+        c:  conv(4, 1x1),
+        b1: batchnorm,
+        b2: batchnorm(0.001),
+    }?;
+    assert_eq!(net.layers()[1].kind(), &LayerKind::BATCH_NORM);
+    assert_eq!(net.layers()[2].kind(), &LayerKind::BatchNorm { eps: 0.001 });
+    assert_eq!(net.layers()[2].kind().to_string(), "batchnorm eps 0.001");
+    let err = NetSpec::builder("b", Shape::new(4, 8, 8))
+        .layer("bad", LayerKind::BatchNorm { eps: 0.0 })
+        .build()
+        .expect_err("eps 0");
+    assert!(err.to_string().contains("`bad`") && err.to_string().contains("eps"));
+    Ok(())
+}
+
+#[test]
 fn macro_and_builder_agree_on_modules() -> Result<(), DslError> {
     let by_macro = net! { m [16, 28, 28] =>
         s:   conv(8, 1x1) relu,

@@ -448,7 +448,7 @@ fn source_errors_name_the_layer() {
     let err = b()
         .conv("c1", 8, 3, 1, 0) // 8x6x6
         .conv("c2", 8, 3, 1, 0) // 8x4x4
-        .layer_from("c3", LayerKind::BatchNorm, "c1") // 8x6x6
+        .layer_from("c3", LayerKind::BATCH_NORM, "c1") // 8x6x6
         .residual_add("skip", "c2")
         .build();
     assert_eq!(

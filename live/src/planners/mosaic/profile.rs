@@ -480,7 +480,7 @@ fn parameters(kind: &LayerKind, input: Shape) -> u64 {
             let f = *out_features as u64;
             f.saturating_mul(input_len).saturating_add(f)
         }
-        LayerKind::BatchNorm => 4 * c,
+        LayerKind::BatchNorm { .. } => 4 * c,
         _ => 0,
     }
 }

@@ -227,7 +227,7 @@ pub fn default_grid() -> Vec<BenchLayer> {
     for (c, i) in [(64, 112), (192, 56), (12, 56), (768, 14)] {
         for (what, kind) in [
             ("relu", LayerKind::Relu),
-            ("batchnorm", LayerKind::BatchNorm),
+            ("batchnorm", LayerKind::BATCH_NORM),
             (
                 "add",
                 LayerKind::ResidualAdd {

@@ -208,7 +208,7 @@ pub fn describe_layers(net: &NetSpec) -> Vec<LayerDesc> {
                     *out_channels as u64,
                     chunk_count(*out_channels, 4, 4),
                 ));
-                let bn = absorbed(i, |k| matches!(k, LayerKind::BatchNorm));
+                let bn = absorbed(i, |k| matches!(k, LayerKind::BatchNorm { .. }));
                 let last = if bn { i + 1 } else { i };
                 let fused = !*relu && absorbed(last, |k| matches!(k, LayerKind::Relu));
                 let merged = usize::from(bn) + usize::from(fused);
@@ -249,7 +249,7 @@ pub fn describe_layers(net: &NetSpec) -> Vec<LayerDesc> {
             LayerKind::Relu
             | LayerKind::Clip { .. }
             | LayerKind::LeakyRelu { .. }
-            | LayerKind::BatchNorm => out.push(LayerDesc::new(
+            | LayerKind::BatchNorm { .. } => out.push(LayerDesc::new(
                 Op::Elementwise,
                 plane(input),
                 1,
