@@ -30,6 +30,7 @@
 mod activation;
 pub mod batchnorm;
 pub mod cache;
+pub mod concat;
 pub mod conv;
 pub mod elementwise;
 mod error;
@@ -57,6 +58,7 @@ pub mod zoo;
 
 pub use crate::activation::Activation;
 pub use crate::batchnorm::{BatchNorm, fold_batchnorm};
+pub use crate::concat::{Concat, MAX_CONCAT_INPUTS};
 pub use crate::conv::{Conv2d, Conv2dParams, ConvAlgo};
 pub use crate::elementwise::{Add, Affine, Relu};
 pub use crate::error::KernelError;

@@ -34,9 +34,9 @@ use crate::frame::{Buffers, Frame, FramePool, MAX_GRAPHS, TensorBuf};
 use crate::memory_plan::{MemoryPlan, PlanStep};
 use crate::weights::{Init, WeightError, Weights};
 use crate::{
-    Add, Affine, BatchNorm, Conv2d, Conv2dParams, ConvAlgo, GlobalAvgPool, Isa, Kernel,
-    KernelError, Linear, Pool2d, PoolParams, Relu, Scratch, Shape, Softmax, Workspace,
-    fold_batchnorm,
+    Add, Affine, BatchNorm, Concat, Conv2d, Conv2dParams, ConvAlgo, GlobalAvgPool, Isa, Kernel,
+    KernelError, Linear, MAX_CONCAT_INPUTS, Pool2d, PoolParams, Relu, Scratch, Shape, Softmax,
+    Workspace, fold_batchnorm,
 };
 
 /// How [`Model::build_with`] builds the kernels.
@@ -362,19 +362,18 @@ impl Model {
                     padding_end,
                     ceil,
                 } => {
-                    if *ceil || padding_end != padding {
-                        return Err(unsupported(layer, "ceil mode and uneven pool padding"));
-                    }
-                    let (k, s, p) = (
+                    let (k, s, p, e) = (
                         square(layer, "kernel", *kernel)?,
                         square(layer, "stride", *stride)?,
                         square(layer, "padding", *padding)?,
+                        square(layer, "padding after", *padding_end)?,
                     );
                     let params = if matches!(layer.kind(), LayerKind::MaxPool { .. }) {
                         PoolParams::max(k, s, p)
                     } else {
                         PoolParams::avg(k, s, p)
                     };
+                    let params = params.with_padding_end(e).with_ceil(*ceil);
                     Arc::new(
                         Pool2d::new(params, shape(layer.input())).map_err(kernel_error(layer))?,
                     )
@@ -407,7 +406,23 @@ impl Model {
                     continue;
                 }
                 LayerKind::Softmax => Arc::new(Softmax::new(shape(layer.input()))),
-                LayerKind::Clip { .. } | LayerKind::LeakyRelu { .. } | LayerKind::Concat { .. } => {
+                LayerKind::Concat { .. } => {
+                    let shapes: Vec<Shape> = layer
+                        .reads(i)
+                        .map(|s| match s {
+                            Source::Layer(j) => shape(layers[j].output()),
+                            _ => shape(spec.input()),
+                        })
+                        .collect();
+                    let concat = Concat::new(&shapes).map_err(kernel_error(layer))?;
+                    steps.push(Step::Run {
+                        kernel: Arc::new(concat),
+                        inputs: layer.reads(i).map(|s| resolve(&steps, s)).collect(),
+                    });
+                    i += 1;
+                    continue;
+                }
+                LayerKind::Clip { .. } | LayerKind::LeakyRelu { .. } => {
                     return Err(unsupported(layer, layer.kind().short_name()));
                 }
             };
@@ -932,19 +947,31 @@ fn layer_task(
     })
 }
 
-/// Runs `f` on views of `inputs`' tensors (one or two: the kernels' arities), each its
-/// tensor's length of a buffer that may be longer, without allocating.
+/// Runs `f` on views of `inputs`' tensors (at most [`MAX_CONCAT_INPUTS`]: the kernels'
+/// arities), each its tensor's length of a buffer that may be longer, without allocating:
+/// the guards and the views are arrays on the stack.
 fn with_inputs<R>(inputs: &[TensorBuf], f: impl FnOnce(&[&[f32]]) -> R) -> R {
-    fn read(t: &TensorBuf) -> taopipe_runtime::ReadGuard<'_, f32> {
-        t.buffer
-            .read()
-            .expect("inputs are complete: their producers precede this task")
+    assert!(
+        inputs.len() <= MAX_CONCAT_INPUTS,
+        "a layer takes at most {MAX_CONCAT_INPUTS} inputs, not {}",
+        inputs.len()
+    );
+    let mut guards: [Option<taopipe_runtime::ReadGuard<'_, f32>>; MAX_CONCAT_INPUTS] =
+        Default::default();
+    for (guard, t) in guards.iter_mut().zip(inputs) {
+        *guard = Some(
+            t.buffer
+                .read()
+                .expect("inputs are complete: their producers precede this task"),
+        );
     }
-    match inputs {
-        [a] => f(&[&read(a)[..a.len]]),
-        [a, b] => f(&[&read(a)[..a.len], &read(b)[..b.len]]),
-        _ => panic!("a layer takes one or two inputs, not {}", inputs.len()),
+    let mut views: [&[f32]; MAX_CONCAT_INPUTS] = [&[]; MAX_CONCAT_INPUTS];
+    for ((view, guard), t) in views.iter_mut().zip(&guards).zip(inputs) {
+        if let Some(g) = guard {
+            *view = &g[..t.len];
+        }
     }
+    f(&views[..inputs.len()])
 }
 
 /// Computes the chunks `chunks` of a layer on the calling worker: reads the inputs whole

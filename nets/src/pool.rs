@@ -1,10 +1,14 @@
-//! Max and average pooling over `k×k` windows with stride and zero padding (floor mode).
+//! Max and average pooling over `k×k` windows with stride and padding, in floor or ceil
+//! mode.
 //!
 //! Padding semantics: padded positions are *not* values. Max pooling takes the maximum of
 //! the window's in-bounds elements (PyTorch `MaxPool2d`); average pooling divides by the
 //! number of in-bounds elements (PyTorch `AvgPool2d(count_include_pad=False)`; note that
-//! PyTorch's default is `True`). Geometry is validated so that every window holds at least
-//! one in-bounds element (`padding <= kernel / 2`, as PyTorch requires).
+//! PyTorch's default is `True`). The padding after the last row and column may differ from
+//! the padding before (ONNX's `SAME_UPPER`, YOLO's last pool), and ceil mode (PyTorch's and
+//! ONNX's `ceil_mode`) lets a last window hang past the end; what hangs past is not a value
+//! either. Geometry is validated so that every window holds at least one in-bounds element
+//! (`padding <= kernel / 2` before, as PyTorch requires, and below the kernel after).
 //!
 //! NaN propagates as in PyTorch: a max-pool window holding a NaN gives NaN (`f32::max`
 //! would drop it), and an average over a NaN is NaN anyway.
@@ -40,39 +44,85 @@ pub struct PoolParams {
     pub kernel: usize,
     /// Stride.
     pub stride: usize,
-    /// Padding on each side.
+    /// Padding before the first row and column.
     pub padding: usize,
+    /// Padding after the last row and column (usually `padding`).
+    pub padding_end: usize,
+    /// Ceil mode: the output size rounds up (a last window must still start before the
+    /// end of the input and the padding before it).
+    pub ceil: bool,
 }
 
 impl PoolParams {
-    /// Max pooling.
+    /// Max pooling, `padding` on each side, floor mode.
     pub const fn max(kernel: usize, stride: usize, padding: usize) -> PoolParams {
         PoolParams {
             kind: PoolKind::Max,
             kernel,
             stride,
             padding,
+            padding_end: padding,
+            ceil: false,
         }
     }
 
-    /// Average pooling (padding excluded from the count).
+    /// Average pooling (padding excluded from the count), `padding` on each side, floor
+    /// mode.
     pub const fn avg(kernel: usize, stride: usize, padding: usize) -> PoolParams {
         PoolParams {
             kind: PoolKind::Avg,
             kernel,
             stride,
             padding,
+            padding_end: padding,
+            ceil: false,
         }
     }
 
-    /// Output shape: `(H + 2p − k) / s + 1` (floor), likewise for W; channels unchanged.
+    /// The same with `padding_end` after the last row and column.
+    pub const fn with_padding_end(mut self, padding_end: usize) -> PoolParams {
+        self.padding_end = padding_end;
+        self
+    }
+
+    /// The same in ceil mode (or floor mode).
+    pub const fn with_ceil(mut self, ceil: bool) -> PoolParams {
+        self.ceil = ceil;
+        self
+    }
+
+    /// Outputs along an axis of `n`: `(n + p₀ + p₁ − k) / s + 1`, rounded down, or up in
+    /// ceil mode where a last window must start before `n + p₀` (PyTorch's rule, which
+    /// ONNX Runtime follows; the same as `net!`'s).
+    fn outputs(&self, n: usize) -> usize {
+        let span = n + self.padding + self.padding_end - self.kernel;
+        let mut out = if self.ceil {
+            span.div_ceil(self.stride)
+        } else {
+            span / self.stride
+        } + 1;
+        if self.ceil && (out - 1) * self.stride >= n + self.padding {
+            out -= 1;
+        }
+        out
+    }
+
+    /// Output shape: `(H + p₀ + p₁ − k) / s + 1` (floor, or ceil in ceil mode), likewise
+    /// for W; channels unchanged.
     ///
     /// # Errors
-    /// Zero kernel/stride, `padding > kernel / 2`, or a window larger than the padded input.
+    /// Zero kernel/stride, `padding > kernel / 2`, `padding_end >= kernel`, or a window
+    /// larger than the padded input.
     ///
     /// ```
     /// use taopipe_nets::{PoolParams, Shape};
     /// assert_eq!(PoolParams::max(3, 2, 1).out_shape(Shape::new(64, 112, 112))?, Shape::new(64, 56, 56));
+    /// // GoogLeNet's first pool, in ceil mode
+    /// let ceil = PoolParams::max(3, 2, 0).with_ceil(true);
+    /// assert_eq!(ceil.out_shape(Shape::new(64, 112, 112))?, Shape::new(64, 56, 56));
+    /// // YOLOv2-tiny's last: 2×2, stride 1, one row and column of padding after
+    /// let same = PoolParams::max(2, 1, 0).with_padding_end(1);
+    /// assert_eq!(same.out_shape(Shape::new(512, 13, 13))?, Shape::new(512, 13, 13));
     /// # Ok::<(), taopipe_nets::KernelError>(())
     /// ```
     pub fn out_shape(&self, input: Shape) -> Result<Shape, KernelError> {
@@ -90,7 +140,14 @@ impl PoolParams {
                 self.padding, self.kernel
             )));
         }
-        let (hp, wp) = (input.h + 2 * self.padding, input.w + 2 * self.padding);
+        if self.padding_end >= self.kernel {
+            return Err(geo(format!(
+                "padding after {} >= kernel {}",
+                self.padding_end, self.kernel
+            )));
+        }
+        let both = self.padding + self.padding_end;
+        let (hp, wp) = (input.h + both, input.w + both);
         if hp < self.kernel || wp < self.kernel {
             return Err(geo(format!(
                 "window {} larger than padded input {hp}×{wp}",
@@ -99,8 +156,8 @@ impl PoolParams {
         }
         Ok(Shape::new(
             input.c,
-            (hp - self.kernel) / self.stride + 1,
-            (wp - self.kernel) / self.stride + 1,
+            self.outputs(input.h),
+            self.outputs(input.w),
         ))
     }
 }
@@ -210,23 +267,33 @@ impl Kernel for Pool2d {
         let first = channels.start;
         let max = self.params.kind == PoolKind::Max;
         let (k, s, pad) = (self.params.kernel, self.params.stride, self.params.padding);
+        // Columns the last window reaches past the row (ceil mode, padding after): the
+        // row of column maxima is padded with −∞ that far, and at least `pad`.
+        let right = ((ow - 1) * s + k).saturating_sub(pad + w).max(pad);
         // Separable: reduce the window's rows column by column (contiguous, vectorised),
         // then each output's columns of that. Max pooling reduces the columns from a row
         // padded with −∞ on both sides, which max ignores exactly as it ignores padding,
         // in `k` vectorisable passes over the outputs.
-        let (column, phases) = scratch.take(2 * (w + 2 * pad)).split_at_mut(w + 2 * pad);
+        let cols = pad + w + right;
+        let (column, phases) = scratch.take(2 * cols).split_at_mut(cols);
         column[..pad].fill(f32::NEG_INFINITY);
         column[pad + w..].fill(f32::NEG_INFINITY);
+        // The special kernels take windows that stay inside `pad` on both sides.
+        let even = right == pad && ((oh - 1) * s + k) <= h + 2 * pad;
         for c in channels {
             let plane = &input[c * h * w..(c + 1) * h * w];
             let dst = &mut out[(c - first) * oh * ow..(c - first + 1) * oh * ow];
-            if max && (k, s, pad) == (2, 2, 0) {
+            if max && even && (k, s, pad) == (2, 2, 0) {
                 self.kernels.max_2x2(plane, w, dst, ow);
                 continue;
             }
             // ResNet50's and AlexNet's pools: the ISA's own kernel where it has one
             // (`Kernels::max_3x3_s2`, docs at [`max_columns`]).
-            if max && (k, s) == (3, 2) && self.kernels.max_3x3_s2(plane, w, pad, dst, ow, column) {
+            if max
+                && even
+                && (k, s) == (3, 2)
+                && self.kernels.max_3x3_s2(plane, w, pad, dst, ow, column)
+            {
                 continue;
             }
             for oy in 0..oh {

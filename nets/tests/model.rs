@@ -271,12 +271,29 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                 kernel,
                 stride,
                 padding,
-                ..
+                padding_end,
+                ceil,
+            }
+            | LayerKind::AvgPool {
+                kernel,
+                stride,
+                padding,
+                padding_end,
+                ceil,
             } => {
-                let p = taopipe_nets::PoolParams::max(kernel.0, stride.0, padding.0);
+                let p = if matches!(layer.kind(), LayerKind::MaxPool { .. }) {
+                    taopipe_nets::PoolParams::max(kernel.0, stride.0, padding.0)
+                } else {
+                    taopipe_nets::PoolParams::avg(kernel.0, stride.0, padding.0)
+                };
+                let p = p.with_padding_end(padding_end.0).with_ceil(*ceil);
                 taopipe_nets::Pool2d::new(p, sh)
                     .expect("pool")
                     .forward(&[&inp], &mut scratch)
+            }
+            LayerKind::Concat { .. } => {
+                let parts: Vec<Vec<f32>> = layer.reads(i).map(|s| get(&outs, s)).collect();
+                parts.concat()
             }
             LayerKind::GlobalAvgPool => GlobalAvgPool::new(sh).forward(&[&inp], &mut scratch),
             LayerKind::Fc {
@@ -301,6 +318,58 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
         outs.push(y);
     }
     outs.pop().expect("a layer")
+}
+
+/// Branches joined by concats (a fire module and an inception-like one with a ceil-mode
+/// pool branch), pools in ceil mode and with padding after.
+fn small_modules() -> NetSpec {
+    net! { modules [3, 15, 15] =>
+        stem:      conv(8, 3x3, stride 2, pad 1) relu,
+        pool:      maxpool(3x3, stride 2) ceil,
+        squeeze:   conv(4, 1x1) relu,
+        expand1:   conv(8, 1x1) relu from squeeze,
+        expand3:   conv(8, 3x3, pad 1) relu from squeeze,
+        fire:      concat(expand1, expand3),
+        b1:        conv(6, 1x1) relu,
+        b2_0:      conv(4, 1x1) from fire,
+        b2_0_bn:   batchnorm(0.001),
+        b2_0_relu: relu,
+        b2_1:      conv(6, 3x3, pad 1) relu from b2_0_relu,
+        b3_0:      maxpool(3x3, stride 1, pad 1) ceil from fire,
+        b3_1:      conv(4, 1x1) relu from b3_0,
+        inception: concat(b1, b2_1, b3_1, fire),
+        last:      maxpool(2x2, stride 1, pad_end 1),
+        avg:       gap,
+        head:      fc(10),
+    }
+    .expect("small modules")
+}
+
+#[test]
+fn modules_match_a_plain_layer_by_layer_evaluation_at_every_width() {
+    let spec = small_modules();
+    assert_eq!(
+        spec.units().len(),
+        7,
+        "stem, pool, fire, inception, last, avg, head"
+    );
+    let weights = RandomWeights { seed: 5 };
+    let model = Model::build(spec.clone(), &weights).expect("model");
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let x = input(model.input_len(), 3);
+    let got = model
+        .forward(&rt, x.clone(), Place::new(0, 2))
+        .expect("runs");
+    let want = reference(&spec, &weights, &x);
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let tol = 1e-4 * g.abs().max(w.abs()).max(0.1);
+        assert!(
+            (g - w).abs() <= tol,
+            "output {i}: model {g} vs reference {w}"
+        );
+    }
+    assert_width_identical(spec);
 }
 
 #[test]

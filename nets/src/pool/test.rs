@@ -13,9 +13,12 @@ proptest! {
     fn pool_matches_naive(
         c in 1usize..=40, h in 1usize..=17, w in 1usize..=17,
         kernel in 1usize..=4, stride in 1usize..=3, padding in 0usize..=2,
+        padding_end in 0usize..=3, ceil: bool, even: bool,
         max: bool, seed in 0u64..10_000,
     ) {
         let p = if max { PoolParams::max(kernel, stride, padding) } else { PoolParams::avg(kernel, stride, padding) };
+        // Half the cases pad the same after, as most nets do; the others pad differently.
+        let p = p.with_ceil(ceil).with_padding_end(if even { padding } else { padding_end });
         let input = Shape::new(c, h, w);
         prop_assume!(p.out_shape(input).is_ok());
         let x = random_vec(input.len(), seed);
@@ -59,6 +62,63 @@ proptest! {
             assert_close(&got, &want, &scale, TOL, "avgpool");
         }
         assert_bit_identical(&pool, &[&x]);
+    }
+}
+
+/// Output sizes as PyTorch (`MaxPool2d(k, s, p, ceil_mode)`) and ONNX Runtime give them,
+/// worked out by hand: ceil mode rounds up unless the last window would start past the
+/// input and the padding before it; padding after may differ from padding before.
+#[test]
+fn output_sizes_follow_pytorch() {
+    // (n, kernel, stride, padding, padding after, ceil, outputs)
+    let cases = [
+        (112, 3, 2, 0, 0, true, 56), // GoogLeNet's maxpool1 (floor: 55)
+        (112, 3, 2, 0, 0, false, 55),
+        (14, 2, 2, 0, 0, true, 7),   // its maxpool4
+        (111, 3, 2, 0, 0, true, 55), // SqueezeNet's first: exact either way
+        (5, 2, 2, 1, 1, true, 3),    // a 4th window would start in the padding after
+        (7, 3, 2, 1, 1, true, 4),
+        (13, 2, 1, 0, 1, false, 13), // YOLOv2-tiny's last pool, SAME_UPPER
+        (13, 2, 2, 0, 1, false, 7),
+        (6, 3, 3, 1, 2, false, 3),
+    ];
+    for (n, k, s, p, e, ceil, want) in cases {
+        let params = PoolParams::max(k, s, p).with_padding_end(e).with_ceil(ceil);
+        let got = params.out_shape(Shape::new(1, n, n)).unwrap();
+        assert_eq!((got.h, got.w), (want, want), "{params:?} on {n}");
+    }
+    let bad = PoolParams::max(2, 2, 0).with_padding_end(2);
+    let err = bad.out_shape(Shape::new(1, 8, 8)).unwrap_err().to_string();
+    assert!(err.contains("padding after 2 >= kernel 2"), "{err}");
+}
+
+/// The special kernels (`max_2x2`, the ISA's 3×3/2) stay off where a ceil-mode or
+/// end-padded window reaches past the row, and the general route gives the naive values.
+#[test]
+fn ceil_and_end_padded_max_pools_match_naive_on_every_isa() {
+    for (k, s, p, e, ceil, side) in [
+        (2, 2, 0, 0, true, 7),
+        (3, 2, 0, 0, true, 112),
+        (3, 2, 1, 1, true, 56),
+        (3, 2, 0, 0, true, 27),
+        (2, 1, 0, 1, false, 13),
+    ] {
+        let params = PoolParams::max(k, s, p).with_padding_end(e).with_ceil(ceil);
+        let input = Shape::new(3, side, side);
+        let mut x = random_vec(input.len(), side as u64);
+        sprinkle_specials(&mut x, 11, k as u64);
+        let want = naive::pool(&params, input, &x);
+        for isa in Isa::available() {
+            let pool = Pool2d::new(params, input).unwrap().with_isa(isa).unwrap();
+            let got = pool.forward(&[&x], &mut Scratch::new());
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g.is_nan() && w.is_nan()) || g == w,
+                    "{params:?} {isa} output {i}: {g} vs {w}"
+                );
+            }
+        }
     }
 }
 
