@@ -114,19 +114,18 @@ pub enum DslError {
     },
     /// A concat whose inputs differ in height or width.
     #[error(
-        "layer `{layer}`: concat of `{first}` ({first_shape}) and `{from}` ({from_shape}): heights and widths differ"
+        "layer `{layer}`: concat input `{from}` ({from_shape}) has another plane than the first input's {}x{}",
+        plane.0, plane.1
     )]
     ConcatMismatch {
         /// The concat layer.
         layer: String,
-        /// Its first input.
-        first: String,
-        /// That input's shape.
-        first_shape: Shape,
         /// The input that does not match.
         from: String,
         /// Its shape.
         from_shape: Shape,
+        /// The first input's height and width.
+        plane: (usize, usize),
     },
     /// A residual add whose two operands differ in shape.
     #[error(

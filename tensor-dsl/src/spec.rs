@@ -648,10 +648,9 @@ impl NetSpecBuilder {
                     if (other_shape.h, other_shape.w) != (layer_input.h, layer_input.w) {
                         return Err(DslError::ConcatMismatch {
                             layer: name,
-                            first: joined[0].clone(),
-                            first_shape: layer_input,
                             from: other.clone(),
                             from_shape: other_shape,
+                            plane: (layer_input.h, layer_input.w),
                         });
                     }
                     channels =

@@ -276,7 +276,7 @@ fn errors_name_the_layer_and_the_values() {
         (
             b().max_pool("p", 2, 2).concat("cat", &["c", "p"]).build(),
             "ConcatMismatch",
-            &["`cat`", "4x8x8", "4x4x4"],
+            &["`cat`", "`p` (4x4x4)", "first input's 8x8"],
         ),
         (
             b().clip("clip", 6.0, 0.0).build(),
