@@ -71,14 +71,12 @@ pub enum DslError {
     /// kernel after it (windows made only of padding; refused like PyTorch does).
     #[error(
         "layer `{layer}`: pooling padding {}x{} before and {}x{} after does not suit kernel {}x{} \
-         (before: at most half the kernel; after: below it) (input {input})",
+         (before: at most half the kernel; after: below it)",
         padding.0, padding.1, padding_end.0, padding_end.1, kernel.0, kernel.1
     )]
     PoolPaddingTooLarge {
         /// The layer.
         layer: String,
-        /// The layer's input shape.
-        input: Shape,
         /// Kernel `(R, S)`.
         kernel: (usize, usize),
         /// Padding `(ph, pw)` before.

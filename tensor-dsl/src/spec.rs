@@ -740,7 +740,6 @@ fn issue_error(issue: Issue, layer: String, kind: &LayerKind, input: Shape) -> D
         },
         Issue::PoolPadding => DslError::PoolPaddingTooLarge {
             layer,
-            input,
             kernel,
             padding,
             padding_end: match kind {

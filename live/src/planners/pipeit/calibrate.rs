@@ -65,9 +65,9 @@ pub enum CalibrateError {
     Layer {
         /// The benchmark layer.
         name: String,
-        /// Why.
+        /// Why (boxed: the DSL's error is large, and this enum is returned everywhere).
         #[source]
-        source: DslError,
+        source: Box<DslError>,
     },
     /// A model could not be built or run.
     #[error(transparent)]
@@ -99,7 +99,7 @@ impl BenchLayer {
             .build()
             .map_err(|source| CalibrateError::Layer {
                 name: self.name.clone(),
-                source,
+                source: Box::new(source),
             })
     }
 }
