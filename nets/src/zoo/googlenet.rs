@@ -1,0 +1,272 @@
+//! GoogLeNet (Inception v1, Szegedy et al. 2015), as torchvision's `googlenet()` builds it
+//! for inference (`aux_logits=False`, `transform_input=False`), at 224×224×3: three
+//! convolutions, nine inception modules, max pools in ceil mode, global average pooling
+//! and the classifier. Every convolution is torchvision's `BasicConv2d`: no bias,
+//! batchnorm with ε = 0.001 (`batchnorm(0.001)`), ReLU. As in torchvision (and unlike
+//! the paper), the "5×5" branch of each module is a 3×3 convolution.
+//!
+//! # Names
+//! torchvision's module paths with `_` for `.`: `conv1_conv`, `conv1_bn`, `conv1_relu`
+//! (`BasicConv2d` applies its ReLU as a function, so `_relu` has no module and no
+//! parameters), `maxpool1`, `conv2_*`, `conv3_*`, `maxpool2`, `inception3a` …
+//! `inception5b`, `avgpool`, `fc`. In a module, `inceptionX_branch1_*` is the 1×1
+//! branch, `branch2_0_*` and `branch2_1_*` the 1×1 reduction and the 3×3,
+//! `branch3_0_*` and `branch3_1_*` the 1×1 reduction and the second 3×3,
+//! `branch4_0` the 3×3/1 max pool (pad 1, ceil mode) and `branch4_1_*` its 1×1
+//! projection. The concat that joins the four branches, in that order, is named after the
+//! module, `inceptionX` (`torch.cat` in torchvision's forward: no parameters). Dropout
+//! before `fc` is the identity at inference.
+//!
+//! # Units
+//! An inception module is one pipeline unit: its first layer (branch 1's conv) opens it,
+//! and every conv and pool of its other branches is declared `from` the layer it reads,
+//! so a pipeline never cuts inside a module. That gives 18 units: `conv1`, `maxpool1`,
+//! `conv2`, `conv3`, `maxpool2`, `inception3a`, `inception3b`, `maxpool3`, `inception4a`
+//! … `inception4e`, `maxpool4`, `inception5a`, `inception5b`, `avgpool`, `fc`. Pipe-it's
+//! Table I counts GoogLeNet as 58 "major layers" (3 conv + 9 modules of 6 conv + 1 FC):
+//! convolutions one by one, no pools. Here each module's 6 convolutions (and its pool)
+//! are one unit (58 − 9·5 = 13 units), and the 4 max pools and the global pool add 5.
+//!
+//! # Cost
+//! 1,498,376,192 multiply-adds (the paper: 1.5 G), so 3.00 GFLOP a frame; 6,624,904
+//! parameters (torchvision's count).
+
+use taopipe_dsl::{DslError, NetSpec, net};
+
+/// GoogLeNet at 224×224×3.
+pub fn googlenet() -> Result<NetSpec, DslError> {
+    net! { googlenet [3, 224, 224] =>
+        conv1_conv:                 conv(64, 7x7, stride 2, pad 3),
+        conv1_bn:                   batchnorm(0.001),
+        conv1_relu:                 relu,
+        maxpool1:                   maxpool(3x3, stride 2) ceil,
+        conv2_conv:                 conv(64, 1x1),
+        conv2_bn:                   batchnorm(0.001),
+        conv2_relu:                 relu,
+        conv3_conv:                 conv(192, 3x3, pad 1),
+        conv3_bn:                   batchnorm(0.001),
+        conv3_relu:                 relu,
+        maxpool2:                   maxpool(3x3, stride 2) ceil,
+        // inception3a: Inception(192, 64, 96, 128, 16, 32, 32) → 256×28×28
+        inception3a_branch1_conv:   conv(64, 1x1),
+        inception3a_branch1_bn:     batchnorm(0.001),
+        inception3a_branch1_relu:   relu,
+        inception3a_branch2_0_conv: conv(96, 1x1) from maxpool2,
+        inception3a_branch2_0_bn:   batchnorm(0.001),
+        inception3a_branch2_0_relu: relu,
+        inception3a_branch2_1_conv: conv(128, 3x3, pad 1) from inception3a_branch2_0_relu,
+        inception3a_branch2_1_bn:   batchnorm(0.001),
+        inception3a_branch2_1_relu: relu,
+        inception3a_branch3_0_conv: conv(16, 1x1) from maxpool2,
+        inception3a_branch3_0_bn:   batchnorm(0.001),
+        inception3a_branch3_0_relu: relu,
+        inception3a_branch3_1_conv: conv(32, 3x3, pad 1) from inception3a_branch3_0_relu,
+        inception3a_branch3_1_bn:   batchnorm(0.001),
+        inception3a_branch3_1_relu: relu,
+        inception3a_branch4_0:      maxpool(3x3, stride 1, pad 1) ceil from maxpool2,
+        inception3a_branch4_1_conv: conv(32, 1x1) from inception3a_branch4_0,
+        inception3a_branch4_1_bn:   batchnorm(0.001),
+        inception3a_branch4_1_relu: relu,
+        inception3a:                concat(
+            inception3a_branch1_relu, inception3a_branch2_1_relu,
+            inception3a_branch3_1_relu, inception3a_branch4_1_relu,
+        ),
+        // inception3b: Inception(256, 128, 128, 192, 32, 96, 64) → 480×28×28
+        inception3b_branch1_conv:   conv(128, 1x1),
+        inception3b_branch1_bn:     batchnorm(0.001),
+        inception3b_branch1_relu:   relu,
+        inception3b_branch2_0_conv: conv(128, 1x1) from inception3a,
+        inception3b_branch2_0_bn:   batchnorm(0.001),
+        inception3b_branch2_0_relu: relu,
+        inception3b_branch2_1_conv: conv(192, 3x3, pad 1) from inception3b_branch2_0_relu,
+        inception3b_branch2_1_bn:   batchnorm(0.001),
+        inception3b_branch2_1_relu: relu,
+        inception3b_branch3_0_conv: conv(32, 1x1) from inception3a,
+        inception3b_branch3_0_bn:   batchnorm(0.001),
+        inception3b_branch3_0_relu: relu,
+        inception3b_branch3_1_conv: conv(96, 3x3, pad 1) from inception3b_branch3_0_relu,
+        inception3b_branch3_1_bn:   batchnorm(0.001),
+        inception3b_branch3_1_relu: relu,
+        inception3b_branch4_0:      maxpool(3x3, stride 1, pad 1) ceil from inception3a,
+        inception3b_branch4_1_conv: conv(64, 1x1) from inception3b_branch4_0,
+        inception3b_branch4_1_bn:   batchnorm(0.001),
+        inception3b_branch4_1_relu: relu,
+        inception3b:                concat(
+            inception3b_branch1_relu, inception3b_branch2_1_relu,
+            inception3b_branch3_1_relu, inception3b_branch4_1_relu,
+        ),
+        maxpool3:                   maxpool(3x3, stride 2) ceil,
+        // inception4a: Inception(480, 192, 96, 208, 16, 48, 64) → 512×14×14
+        inception4a_branch1_conv:   conv(192, 1x1),
+        inception4a_branch1_bn:     batchnorm(0.001),
+        inception4a_branch1_relu:   relu,
+        inception4a_branch2_0_conv: conv(96, 1x1) from maxpool3,
+        inception4a_branch2_0_bn:   batchnorm(0.001),
+        inception4a_branch2_0_relu: relu,
+        inception4a_branch2_1_conv: conv(208, 3x3, pad 1) from inception4a_branch2_0_relu,
+        inception4a_branch2_1_bn:   batchnorm(0.001),
+        inception4a_branch2_1_relu: relu,
+        inception4a_branch3_0_conv: conv(16, 1x1) from maxpool3,
+        inception4a_branch3_0_bn:   batchnorm(0.001),
+        inception4a_branch3_0_relu: relu,
+        inception4a_branch3_1_conv: conv(48, 3x3, pad 1) from inception4a_branch3_0_relu,
+        inception4a_branch3_1_bn:   batchnorm(0.001),
+        inception4a_branch3_1_relu: relu,
+        inception4a_branch4_0:      maxpool(3x3, stride 1, pad 1) ceil from maxpool3,
+        inception4a_branch4_1_conv: conv(64, 1x1) from inception4a_branch4_0,
+        inception4a_branch4_1_bn:   batchnorm(0.001),
+        inception4a_branch4_1_relu: relu,
+        inception4a:                concat(
+            inception4a_branch1_relu, inception4a_branch2_1_relu,
+            inception4a_branch3_1_relu, inception4a_branch4_1_relu,
+        ),
+        // inception4b: Inception(512, 160, 112, 224, 24, 64, 64) → 512×14×14
+        inception4b_branch1_conv:   conv(160, 1x1),
+        inception4b_branch1_bn:     batchnorm(0.001),
+        inception4b_branch1_relu:   relu,
+        inception4b_branch2_0_conv: conv(112, 1x1) from inception4a,
+        inception4b_branch2_0_bn:   batchnorm(0.001),
+        inception4b_branch2_0_relu: relu,
+        inception4b_branch2_1_conv: conv(224, 3x3, pad 1) from inception4b_branch2_0_relu,
+        inception4b_branch2_1_bn:   batchnorm(0.001),
+        inception4b_branch2_1_relu: relu,
+        inception4b_branch3_0_conv: conv(24, 1x1) from inception4a,
+        inception4b_branch3_0_bn:   batchnorm(0.001),
+        inception4b_branch3_0_relu: relu,
+        inception4b_branch3_1_conv: conv(64, 3x3, pad 1) from inception4b_branch3_0_relu,
+        inception4b_branch3_1_bn:   batchnorm(0.001),
+        inception4b_branch3_1_relu: relu,
+        inception4b_branch4_0:      maxpool(3x3, stride 1, pad 1) ceil from inception4a,
+        inception4b_branch4_1_conv: conv(64, 1x1) from inception4b_branch4_0,
+        inception4b_branch4_1_bn:   batchnorm(0.001),
+        inception4b_branch4_1_relu: relu,
+        inception4b:                concat(
+            inception4b_branch1_relu, inception4b_branch2_1_relu,
+            inception4b_branch3_1_relu, inception4b_branch4_1_relu,
+        ),
+        // inception4c: Inception(512, 128, 128, 256, 24, 64, 64) → 512×14×14
+        inception4c_branch1_conv:   conv(128, 1x1),
+        inception4c_branch1_bn:     batchnorm(0.001),
+        inception4c_branch1_relu:   relu,
+        inception4c_branch2_0_conv: conv(128, 1x1) from inception4b,
+        inception4c_branch2_0_bn:   batchnorm(0.001),
+        inception4c_branch2_0_relu: relu,
+        inception4c_branch2_1_conv: conv(256, 3x3, pad 1) from inception4c_branch2_0_relu,
+        inception4c_branch2_1_bn:   batchnorm(0.001),
+        inception4c_branch2_1_relu: relu,
+        inception4c_branch3_0_conv: conv(24, 1x1) from inception4b,
+        inception4c_branch3_0_bn:   batchnorm(0.001),
+        inception4c_branch3_0_relu: relu,
+        inception4c_branch3_1_conv: conv(64, 3x3, pad 1) from inception4c_branch3_0_relu,
+        inception4c_branch3_1_bn:   batchnorm(0.001),
+        inception4c_branch3_1_relu: relu,
+        inception4c_branch4_0:      maxpool(3x3, stride 1, pad 1) ceil from inception4b,
+        inception4c_branch4_1_conv: conv(64, 1x1) from inception4c_branch4_0,
+        inception4c_branch4_1_bn:   batchnorm(0.001),
+        inception4c_branch4_1_relu: relu,
+        inception4c:                concat(
+            inception4c_branch1_relu, inception4c_branch2_1_relu,
+            inception4c_branch3_1_relu, inception4c_branch4_1_relu,
+        ),
+        // inception4d: Inception(512, 112, 144, 288, 32, 64, 64) → 528×14×14
+        inception4d_branch1_conv:   conv(112, 1x1),
+        inception4d_branch1_bn:     batchnorm(0.001),
+        inception4d_branch1_relu:   relu,
+        inception4d_branch2_0_conv: conv(144, 1x1) from inception4c,
+        inception4d_branch2_0_bn:   batchnorm(0.001),
+        inception4d_branch2_0_relu: relu,
+        inception4d_branch2_1_conv: conv(288, 3x3, pad 1) from inception4d_branch2_0_relu,
+        inception4d_branch2_1_bn:   batchnorm(0.001),
+        inception4d_branch2_1_relu: relu,
+        inception4d_branch3_0_conv: conv(32, 1x1) from inception4c,
+        inception4d_branch3_0_bn:   batchnorm(0.001),
+        inception4d_branch3_0_relu: relu,
+        inception4d_branch3_1_conv: conv(64, 3x3, pad 1) from inception4d_branch3_0_relu,
+        inception4d_branch3_1_bn:   batchnorm(0.001),
+        inception4d_branch3_1_relu: relu,
+        inception4d_branch4_0:      maxpool(3x3, stride 1, pad 1) ceil from inception4c,
+        inception4d_branch4_1_conv: conv(64, 1x1) from inception4d_branch4_0,
+        inception4d_branch4_1_bn:   batchnorm(0.001),
+        inception4d_branch4_1_relu: relu,
+        inception4d:                concat(
+            inception4d_branch1_relu, inception4d_branch2_1_relu,
+            inception4d_branch3_1_relu, inception4d_branch4_1_relu,
+        ),
+        // inception4e: Inception(528, 256, 160, 320, 32, 128, 128) → 832×14×14
+        inception4e_branch1_conv:   conv(256, 1x1),
+        inception4e_branch1_bn:     batchnorm(0.001),
+        inception4e_branch1_relu:   relu,
+        inception4e_branch2_0_conv: conv(160, 1x1) from inception4d,
+        inception4e_branch2_0_bn:   batchnorm(0.001),
+        inception4e_branch2_0_relu: relu,
+        inception4e_branch2_1_conv: conv(320, 3x3, pad 1) from inception4e_branch2_0_relu,
+        inception4e_branch2_1_bn:   batchnorm(0.001),
+        inception4e_branch2_1_relu: relu,
+        inception4e_branch3_0_conv: conv(32, 1x1) from inception4d,
+        inception4e_branch3_0_bn:   batchnorm(0.001),
+        inception4e_branch3_0_relu: relu,
+        inception4e_branch3_1_conv: conv(128, 3x3, pad 1) from inception4e_branch3_0_relu,
+        inception4e_branch3_1_bn:   batchnorm(0.001),
+        inception4e_branch3_1_relu: relu,
+        inception4e_branch4_0:      maxpool(3x3, stride 1, pad 1) ceil from inception4d,
+        inception4e_branch4_1_conv: conv(128, 1x1) from inception4e_branch4_0,
+        inception4e_branch4_1_bn:   batchnorm(0.001),
+        inception4e_branch4_1_relu: relu,
+        inception4e:                concat(
+            inception4e_branch1_relu, inception4e_branch2_1_relu,
+            inception4e_branch3_1_relu, inception4e_branch4_1_relu,
+        ),
+        maxpool4:                   maxpool(2x2, stride 2) ceil,
+        // inception5a: Inception(832, 256, 160, 320, 32, 128, 128) → 832×7×7
+        inception5a_branch1_conv:   conv(256, 1x1),
+        inception5a_branch1_bn:     batchnorm(0.001),
+        inception5a_branch1_relu:   relu,
+        inception5a_branch2_0_conv: conv(160, 1x1) from maxpool4,
+        inception5a_branch2_0_bn:   batchnorm(0.001),
+        inception5a_branch2_0_relu: relu,
+        inception5a_branch2_1_conv: conv(320, 3x3, pad 1) from inception5a_branch2_0_relu,
+        inception5a_branch2_1_bn:   batchnorm(0.001),
+        inception5a_branch2_1_relu: relu,
+        inception5a_branch3_0_conv: conv(32, 1x1) from maxpool4,
+        inception5a_branch3_0_bn:   batchnorm(0.001),
+        inception5a_branch3_0_relu: relu,
+        inception5a_branch3_1_conv: conv(128, 3x3, pad 1) from inception5a_branch3_0_relu,
+        inception5a_branch3_1_bn:   batchnorm(0.001),
+        inception5a_branch3_1_relu: relu,
+        inception5a_branch4_0:      maxpool(3x3, stride 1, pad 1) ceil from maxpool4,
+        inception5a_branch4_1_conv: conv(128, 1x1) from inception5a_branch4_0,
+        inception5a_branch4_1_bn:   batchnorm(0.001),
+        inception5a_branch4_1_relu: relu,
+        inception5a:                concat(
+            inception5a_branch1_relu, inception5a_branch2_1_relu,
+            inception5a_branch3_1_relu, inception5a_branch4_1_relu,
+        ),
+        // inception5b: Inception(832, 384, 192, 384, 48, 128, 128) → 1024×7×7
+        inception5b_branch1_conv:   conv(384, 1x1),
+        inception5b_branch1_bn:     batchnorm(0.001),
+        inception5b_branch1_relu:   relu,
+        inception5b_branch2_0_conv: conv(192, 1x1) from inception5a,
+        inception5b_branch2_0_bn:   batchnorm(0.001),
+        inception5b_branch2_0_relu: relu,
+        inception5b_branch2_1_conv: conv(384, 3x3, pad 1) from inception5b_branch2_0_relu,
+        inception5b_branch2_1_bn:   batchnorm(0.001),
+        inception5b_branch2_1_relu: relu,
+        inception5b_branch3_0_conv: conv(48, 1x1) from inception5a,
+        inception5b_branch3_0_bn:   batchnorm(0.001),
+        inception5b_branch3_0_relu: relu,
+        inception5b_branch3_1_conv: conv(128, 3x3, pad 1) from inception5b_branch3_0_relu,
+        inception5b_branch3_1_bn:   batchnorm(0.001),
+        inception5b_branch3_1_relu: relu,
+        inception5b_branch4_0:      maxpool(3x3, stride 1, pad 1) ceil from inception5a,
+        inception5b_branch4_1_conv: conv(128, 1x1) from inception5b_branch4_0,
+        inception5b_branch4_1_bn:   batchnorm(0.001),
+        inception5b_branch4_1_relu: relu,
+        inception5b:                concat(
+            inception5b_branch1_relu, inception5b_branch2_1_relu,
+            inception5b_branch3_1_relu, inception5b_branch4_1_relu,
+        ),
+        // dropout (p = 0.2) is the identity at inference
+        avgpool:                    gap,
+        fc:                         fc(1000),
+    }
+}
