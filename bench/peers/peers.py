@@ -36,7 +36,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 REQUIREMENTS = HERE / "requirements.txt"
 DEFAULT_CACHE = HERE / ".cache"
-NETS = ("vgg16", "resnet50", "alexnet")
+# Every net models.py builds (its NETS; test_peers.py checks they agree), and the default
+# run: the nets taopipe's `frame` runs today. The others of issue 11 (depthwise and grouped
+# convs, ReLU6, leaky ReLU, concat, ceil-mode pools) need its kernels for them.
+NETS = ("vgg16", "resnet50", "alexnet", "mobilenet_v2", "mobilenet_v1", "squeezenet1_1",
+        "googlenet", "yolov2_tiny")
+DEFAULT_NETS = ("vgg16", "resnet50", "alexnet")
 TOP = 5
 # Pause between two timed blocks, so that the threads of the engine that just ran have
 # stopped spinning before the other one starts. ORT's intra-op threads keep a core busy for
@@ -90,7 +95,8 @@ def parse_args(argv):
         prog="bench/peers/run.sh",
         description=(
             "Benchmark taopipe against ONNX Runtime (CPUExecutionProvider) on VGG16, ResNet50 "
-            "and AlexNet with the same torchvision-like weights and the same input: check that "
+            "and AlexNet (or MobileNetV2, MobileNet V1, SqueezeNet 1.1, GoogLeNet, Tiny "
+            "YOLOv2) with the same torchvision-like weights and the same input: check that "
             "both compute the same output, time them interleaved at each thread count, print a "
             "Markdown table (stdout; progress on stderr)."),
         epilog=(
@@ -98,8 +104,10 @@ def parse_args(argv):
             "PEERS_SYSTEM_PYTHON=1) is given; PYTHON names the interpreter (default python3). "
             "Models and the input are cached in bench/peers/.cache/ (or --cache)."),
     )
-    p.add_argument("--nets", type=csv_of(str, NETS), default=",".join(NETS), metavar="LIST",
-                   help="nets to run, comma-separated (default: %(default)s)")
+    p.add_argument("--nets", type=csv_of(str, NETS), default=",".join(DEFAULT_NETS),
+                   metavar="LIST",
+                   help=f"nets to run, comma-separated, of {', '.join(NETS)} "
+                        f"(default: %(default)s)")
     p.add_argument("--threads", type=csv_of(int), default="1,2", metavar="LIST",
                    help="thread counts, comma-separated: ONNX Runtime's intra-op threads and "
                         "taopipe's workers per layer (default: %(default)s)")
@@ -673,8 +681,13 @@ def write_json(args, report) -> None:
             log(f"wrote {args.json}")
 
 
-def layer_report(np, ort, models, args, binary, origin, revision, machine, input_path,
-                 x) -> int:
+def net_input(models, args, net):
+    """`net`'s input file and array (224x224, or YOLO's 416x416), made once into the cache."""
+    return models.ensure_input(Path(args.cache), args.seed, log=log,
+                               shape=models.input_shape(net))
+
+
+def layer_report(np, ort, models, args, binary, origin, revision, machine) -> int:
     """`--layers`: per-layer tables of every net and thread count (`layers.py`)."""
     import layers
 
@@ -682,6 +695,7 @@ def layer_report(np, ort, models, args, binary, origin, revision, machine, input
     with tempfile.TemporaryDirectory(prefix="taopipe-layers-") as workdir:
         for net in args.nets:
             weights, onnx_path = model_files(models, args, net)
+            input_path, x = net_input(models, args, net)
             try:
                 results += layers.run_net(ort_session, ort, args, binary, net, weights, onnx_path,
                                           input_path, x, workdir, child_env(), log, SETTLE_S)
@@ -731,16 +745,14 @@ def main(argv=None) -> int:
         binary, origin = taopipe_binary(args)
         revision = None if args.taopipe_bin else git_revision()
         log(f"taopipe: {binary}")
-        input_path, x = models.ensure_input(Path(args.cache), args.seed, log=log)
-
         if args.layers:
-            return layer_report(np, ort, models, args, binary, origin, revision, machine,
-                                input_path, x)
+            return layer_report(np, ort, models, args, binary, origin, revision, machine)
 
         results = []
         limits = {}
         with tempfile.TemporaryDirectory(prefix="taopipe-peers-") as workdir:
             for net in args.nets:
+                input_path, x = net_input(models, args, net)
                 results.append(run_net(np, ort, models, args, binary, net, input_path, x,
                                        workdir, limits))
         machine["limits"] = {str(t): v for t, v in sorted(limits.items())}
