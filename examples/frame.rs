@@ -45,6 +45,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use taopipe::live::input::read_frame;
 use taopipe::live::output::write_atomic;
 use taopipe::live::report::{
     FrameReport, LayerTimeReport, LimitsReport, TimelineReport, chrome_trace,
@@ -86,9 +87,10 @@ struct Cli {
     /// Seed of the random weights and of the input frame.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// The input frame: a raw little-endian f32 tensor in CHW order with exactly the net's
-    /// input length (3x224x224 = 602112 values for the ImageNet nets). Default: a frame made
-    /// from --seed.
+    /// The input frame: an image (.png, .jpg: resized, centre-cropped and normalised as
+    /// torchvision's ImageNet evaluation does), or else a raw little-endian f32 tensor in CHW
+    /// order with exactly the net's input length (3x224x224 = 602112 values for the ImageNet
+    /// nets). Default: a frame made from --seed.
     #[arg(long, value_name = "FILE")]
     input: Option<PathBuf>,
     /// Write the last frame's output here as raw little-endian f32 (the file is replaced
@@ -225,8 +227,7 @@ fn main() -> anyhow::Result<()> {
     let shape = spec.input();
     let input_len = shape.c * shape.h * shape.w;
     let input = match &cli.input {
-        Some(path) => common::read_f32_file(path, input_len, &format!("the {shape} input"))
-            .context("--input")?,
+        Some(path) => read_frame(path, shape).context("--input")?,
         None => frame_input(input_len, cli.seed),
     };
     let rt = cli.runtime.runtime()?;

@@ -86,37 +86,6 @@ impl RuntimeArgs {
     }
 }
 
-/// Reads a raw little-endian f32 tensor of exactly `len` values (`what` names it in errors).
-pub(crate) fn read_f32_file(
-    path: &std::path::Path,
-    len: usize,
-    what: &str,
-) -> anyhow::Result<Vec<f32>> {
-    use std::io::Read;
-    // At most one byte more than expected is read: a huge file or `/dev/zero` is refused
-    // without being read whole.
-    let mut bytes = Vec::with_capacity(len * 4 + 1);
-    std::fs::File::open(path)
-        .and_then(|f| f.take(len as u64 * 4 + 1).read_to_end(&mut bytes))
-        .with_context(|| format!("reading {}", path.display()))?;
-    if bytes.len() != len * 4 {
-        let has = if bytes.len() > len * 4 {
-            "more".to_string()
-        } else {
-            bytes.len().to_string()
-        };
-        bail!(
-            "{}: {what} takes {} bytes ({len} little-endian f32 values), the file has {has}",
-            path.display(),
-            len * 4,
-        );
-    }
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
-}
-
 /// Reads a text file of at most `limit` bytes (`flag` names it in errors, with the path): a
 /// larger file, or an endless one like `/dev/zero`, is refused without being read whole.
 pub(crate) fn read_text_file(

@@ -36,6 +36,7 @@
 pub mod devices;
 pub mod engine;
 mod error;
+pub mod input;
 pub mod measure;
 pub mod output;
 pub mod planners;
