@@ -44,6 +44,7 @@ pub mod memory_plan;
 pub mod model;
 #[cfg(test)]
 mod naive;
+pub mod onnx;
 pub mod pool;
 pub mod probe;
 mod reduce;
