@@ -3,36 +3,43 @@
 //!
 //! Output channel `c` is `act(bias[c] + Σ_{ky,kx} w[c,0,ky,kx] · x[c, oy·sy + ky − py,
 //! ox·sx + kx − px])`, zero outside the input; weights in PyTorch's `[C, 1, kh, kw]`
-//! layout. Any kernel size, stride and symmetric zero padding per axis.
+//! layout (so [`crate::fold_batchnorm`] folds a following batch norm into them as it does
+//! for a conv's OIHW weights: `C` rows of `kh·kw`). Any kernel size, stride and symmetric
+//! zero padding per axis.
 //!
 //! # How a plane is computed
-//! There is no reduction across channels, so there is nothing to pack weights for and
-//! nothing for a GEMM to do: each output element takes `kh·kw` multiply-adds over its own
-//! input plane, and the layer reads its input and writes its output once. It is bound by
-//! memory, not by the FMA units, so the plan is to touch each byte once and keep the
-//! arithmetic in vector registers:
+//! No reduction runs across channels, so there is no GEMM and no weight packing: each
+//! output takes `kh·kw` multiply-adds over its own input plane, and the layer reads its
+//! input and writes its output once. It is bound by memory, not by the FMA units; the
+//! kernel touches each byte once and keeps the arithmetic in vector registers. Per
+//! channel, in the worker's [`Scratch`] (no allocation per frame):
 //!
-//! 1. **Split.** The channel's zero-padded input plane is copied into the worker's
-//!    [`Scratch`], split into the stride's `sy · sx` *phases* (polyphase): phase `(ry, q)`
-//!    holds padded rows `ry + sy·r` and, of those, columns `q + sx·i`, as `R` rows of
-//!    `pitch` floats ([`Geometry`]). Output pixel `(oy, ox)`'s tap `(ky, kx)` is then the
-//!    float at `tap_offset(ky, kx) + oy·pitch + ox`, with a tap offset that does not depend
-//!    on the pixel. So every tap of a run of pixels is a contiguous run of floats: no
-//!    strided gathers at stride 2, no clipping at the borders. The zero borders are
-//!    written once per call ([`Kernel::compute_chunks`]), each channel then overwrites the
-//!    same interior.
-//! 2. **Taps.** The ISA's kernel ([`crate::Kernels`]'s `depthwise`, compiled once per ISA
-//!    path with its target features, [`plane`]) computes runs of *flat* output indices
-//!    `j = oy·pitch + ox`: blocks of [`BLOCK_VECTORS`] vectors, whose accumulators stay in
-//!    registers across all taps (one load and one FMA per tap and vector), then single
-//!    vectors, then one vector overlapping the one before, so that no scalar tail is left
-//!    where the run holds a vector. The activation is applied in registers before the
-//!    store.
-//! 3. **Store.** Rows at least a block wide are computed straight into the output, row by
-//!    row. Narrower planes (MobileNet's 28×28, 14×14 and 7×7) are computed as one run
-//!    over the whole plane, `pitch − ow` garbage columns per row included, into scratch,
-//!    then their rows are copied out: a 7×7 plane is then 61 flat outputs (8 vectors on
-//!    AVX2) instead of 7 rows of 7, each a scalar tail.
+//! 1. **Split.** The zero-padded input plane is copied into scratch, split into the
+//!    stride's `sy · sx` *phases*: phase `(ry, q)` holds padded rows `ry + sy·r` and, of
+//!    those, columns `q + sx·i`, as `R` rows of `pitch` floats (`Geometry`). Output
+//!    pixel `(oy, ox)`'s tap `(ky, kx)` is then the float at `tap_offset(ky, kx) +
+//!    oy·pitch + ox`, the offset the same for every pixel: each tap of a run of pixels is
+//!    a contiguous run of floats, with no strided gathers at stride 2 and no clipping at
+//!    the borders (the zeros are in the copy). The zero borders are written once per
+//!    call ([`Kernel::compute_chunks`]); each channel overwrites the same interior. A
+//!    column stride of 2 (MobileNet's) splits each input row into both phases in one
+//!    vectorised pass (`split_pairs`): the V2 `96x112.s2` layer went from 6.5 to 9.4 GiB/s
+//!    at width 1, `144x56.s2` from 5.2–5.6 to 5.9–6.4, `576x14.s2` level (criterion, two
+//!    rounds taking turns with the per-phase `copy_runs` split; 2-core AVX2 EPYC VM under
+//!    a load average of 6.0–6.4).
+//! 2. **Taps.** The ISA's kernel ([`crate::Kernels`]' `depthwise`, compiled once per ISA
+//!    path with its target features, as the max pools are: `channels`) computes runs of
+//!    *flat* output indices `j = oy·pitch + ox` in blocks of `BLOCK_VECTORS` (8) vectors
+//!    whose accumulators stay in registers across all taps: one load and one FMA per tap
+//!    and vector (intrinsics from `simd/template.rs`; plain loops kept the accumulators on
+//!    the stack).
+//! 3. **Store.** Rows of at least `DIRECT_MIN_COLS` (64) floats are computed straight into
+//!    the output, row by row, a last vector overlapping the one before where a row is
+//!    not whole vectors. Narrower planes (MobileNet's 56×56 to 7×7) are computed as one
+//!    run over the whole plane, `pitch − ow` garbage columns per row included, in whole
+//!    vectors into scratch, then their rows are copied out: a 7×7 plane is 61 flat
+//!    outputs, one block of 8 AVX2 vectors, instead of 7 rows of 7, each a scalar tail.
+//!    The activation follows each row, or each plane, while it is in L1.
 //!
 //! # Float operations, and bits
 //! Each output element is `bias`, then one multiply-add per tap in `(ky, kx)` order
@@ -151,7 +158,7 @@ pub(crate) const BLOCK_VECTORS: usize = 8;
 /// `act(bias + Σ_t weights[t] · src[taps[t] + j])`, taps in order.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Plane<'a> {
-    /// The plane's zero-padded input, split into phases ([`Geometry`]).
+    /// The plane's zero-padded input, split into phases (`Geometry`).
     pub(crate) src: &'a [f32],
     /// Each tap's offset in `src` from a flat output index, in `(ky, kx)` order.
     pub(crate) taps: &'a [usize],
@@ -181,6 +188,20 @@ impl Plane<'_> {
         self.flat_len() + SLACK
     }
 }
+
+/// Output rows at least this many floats wide are computed straight into the output, row
+/// by row; narrower planes as one flat run into scratch, then copied out (module docs).
+/// Rows of 112 gain from it and rows of 28 lose, on both x86 paths; rows of 56 measured
+/// level. At width 1, criterion medians of two rounds, GiB/s, straight into the output
+/// against the flat run (16-core AVX-512 Xeon VM, idle):
+///
+/// | layer (output rows) | AVX-512 | AVX2 |
+/// |---|---|---|
+/// | V2 `32x112.s1` (112) | 8.4, 10.2 against 7.6, 7.0 | 8.8, 8.8 against 6.8, 6.4 |
+/// | V2 `144x56.s1` (56) | 7.4, 6.0 against 7.3, 7.3 | 7.6, 5.9 against 7.8, 8.0 |
+/// | V2 `96x112.s2` (56) | 7.7, 9.5 against 8.2, 8.3 | 8.1, 8.0 against 9.0, 8.2 |
+/// | V2 `192x28.s1` (28) | 4.3, 4.6 against 6.7, 8.4 | 4.5, 3.9 against 7.8, 7.9 |
+pub(crate) const DIRECT_MIN_COLS: usize = 64;
 
 /// Floats past a plane's flat outputs that the tap kernel may compute and read (garbage,
 /// never stored into the output): a plane narrower than a block is computed in whole
@@ -238,7 +259,7 @@ impl Channels<'_> {
 /// # Panics
 /// If the slices are shorter than `ch` says (`Kernels::depthwise` checks them first).
 #[inline(always)]
-pub(crate) fn channels<const B: usize, const L: usize>(
+pub(crate) fn channels<const L: usize>(
     ch: &Channels<'_>,
     split: &mut [f32],
     wide: &mut [f32],
@@ -260,7 +281,7 @@ pub(crate) fn channels<const B: usize, const L: usize>(
                 copy_runs(to, g.pitch, from, copy.src_step, copy.runs, copy.len, sx);
             }
         }
-        plane::<B, L>(&ch.plane(c, split), dst, wide, &mut run);
+        plane::<L>(&ch.plane(c, split), dst, wide, &mut run);
     }
 }
 
@@ -309,23 +330,23 @@ fn deinterleave(src: &[f32], even: &mut [f32], odd: &mut [f32]) {
 
 /// One channel plane into `dst` (`rows × cols`), a run of flat outputs at a time through
 /// `run(p, base, out)`, which computes outputs `base..base + out.len()` before the
-/// activation (the ISA's tap loop, `B`-float blocks of `L`-float vectors). Rows at least
-/// `B` floats wide are computed straight into `dst`; narrower planes as one run into
-/// `wide` ([`Plane::padded_len`] floats of scratch), rounded up to whole vectors, whose
-/// rows are then copied out (module docs). The activation follows each
-/// row, or the plane, while it is in L1. Inlined into each ISA's `#[target_feature]`
-/// function (`simd/template.rs`), so its loops are compiled for the ISA.
+/// activation (the ISA's tap loop). Rows of at least [`DIRECT_MIN_COLS`] floats are
+/// computed straight into `dst`; narrower planes as one run into `wide`
+/// ([`Plane::padded_len`] floats of scratch), rounded up to whole `L`-float vectors, whose
+/// rows are then copied out (module docs). The activation follows each row, or the plane,
+/// while it is in L1. Inlined into each ISA's `#[target_feature]` function
+/// (`simd/template.rs`), so its loops are compiled for the ISA.
 ///
 /// # Panics
 /// If `dst` or `wide` have the wrong lengths (`Kernels::depthwise` checks them first).
 #[inline(always)]
-pub(crate) fn plane<const B: usize, const L: usize>(
+pub(crate) fn plane<const L: usize>(
     p: &Plane<'_>,
     dst: &mut [f32],
     wide: &mut [f32],
     run: &mut impl FnMut(&Plane<'_>, usize, &mut [f32]),
 ) {
-    if p.cols >= B {
+    if p.cols >= DIRECT_MIN_COLS {
         for (oy, row) in dst.chunks_exact_mut(p.cols).enumerate() {
             run(p, oy * p.pitch, row);
             activate(p.act, row);

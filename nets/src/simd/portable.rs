@@ -49,7 +49,7 @@ unsafe fn depthwise(
 ) {
     use crate::conv::depthwise::{BLOCK_VECTORS, channels, run_portable};
     const B: usize = BLOCK_VECTORS * DEPTHWISE_LANES;
-    channels::<B, DEPTHWISE_LANES>(ch, split, wide, dst, run_portable::<B, DEPTHWISE_LANES>);
+    channels::<DEPTHWISE_LANES>(ch, split, wide, dst, run_portable::<B, DEPTHWISE_LANES>);
 }
 
 /// # Safety

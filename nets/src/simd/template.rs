@@ -505,9 +505,7 @@ macro_rules! isa_kernels {
                 wide: &mut [f32],
                 dst: &mut [f32],
             ) {
-                use crate::conv::depthwise::{BLOCK_VECTORS, channels};
-                const B: usize = BLOCK_VECTORS * LANES;
-                channels::<B, LANES>(ch, split, wide, dst, |p, base, out| {
+                crate::conv::depthwise::channels::<LANES>(ch, split, wide, dst, |p, base, out| {
                     // SAFETY: the CPU has the target features (this function's contract);
                     // `plane` passes runs inside the plane's padded flat outputs
                     // (`Plane::padded_len`), whose taps `Kernels::depthwise` found inside
@@ -517,12 +515,14 @@ macro_rules! isa_kernels {
             }
 
             /// Flat outputs `base..base + out.len()` of a depthwise plane, before the
-            /// activation: blocks of `BLOCK_VECTORS` vectors whose accumulators stay in
-            /// registers across the taps (one load and one FMA per tap and vector), then
-            /// single vectors, then a last vector overlapping the one before (its elements
-            /// get the same operations again, so the same bits); only a run shorter than a
-            /// vector is scalar (`mul_add`: fused, as the vectors). With plain loops LLVM
-            /// kept the accumulators on the stack, a load and a store around every FMA.
+            /// activation: blocks of `BLOCK_VECTORS` (8) vectors whose accumulators stay
+            /// in registers across the taps (one load and one FMA per tap and vector), then
+            /// blocks of 4, 2 and 1 vectors for what is left, then a last vector
+            /// overlapping the one before (its elements get the same operations again, so
+            /// the same bits); only a run shorter than a vector is scalar (`mul_add`:
+            /// fused, as the vectors). With plain loops (`f32::mul_add` over a `[f32; 64]`
+            /// block) LLVM vectorised the FMAs but kept the accumulators on the stack, a
+            /// load and a store around every one (`objdump` of the AVX2 build).
             ///
             /// # Safety
             /// The CPU has the target features; `p.src` holds `t + base + out.len()` floats
@@ -534,6 +534,7 @@ macro_rules! isa_kernels {
                 out: &mut [f32],
             ) {
                 const BV: usize = crate::conv::depthwise::BLOCK_VECTORS;
+                const { assert!(BV == 8, "the blocks of 4, 2 and 1 vectors cover 7") };
                 let n = out.len();
                 let o = out.as_mut_ptr();
                 let mut j = 0;
@@ -545,7 +546,17 @@ macro_rules! isa_kernels {
                         depthwise_block::<BV>(p, base + j, o.add(j));
                         j += BV * LANES;
                     }
-                    while j + LANES <= n {
+                    // Fewer than `BV` vectors left: halving blocks, each still a few FMA
+                    // chains side by side.
+                    if j + 4 * LANES <= n {
+                        depthwise_block::<4>(p, base + j, o.add(j));
+                        j += 4 * LANES;
+                    }
+                    if j + 2 * LANES <= n {
+                        depthwise_block::<2>(p, base + j, o.add(j));
+                        j += 2 * LANES;
+                    }
+                    if j + LANES <= n {
                         depthwise_block::<1>(p, base + j, o.add(j));
                         j += LANES;
                     }
