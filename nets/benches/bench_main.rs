@@ -1,4 +1,5 @@
-//! Benchmarks of taopipe-nets' kernels on the real VGG16 / ResNet50 conv shapes.
+//! Benchmarks of taopipe-nets' kernels on the real VGG16 / ResNet50 conv shapes (and MobileNet
+//! V1 / V2's depthwise convs).
 //!
 //! ```text
 //! cargo bench -p taopipe-nets                      # everything
