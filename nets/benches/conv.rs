@@ -52,7 +52,7 @@ pub(crate) fn bench(c: &mut Criterion) {
 }
 
 /// The gang widths to bench: `TAOPIPE_BENCH_WIDTHS` (a comma-separated list), else 1 and 2.
-fn widths() -> Vec<usize> {
+pub(crate) fn widths() -> Vec<usize> {
     let Ok(list) = std::env::var("TAOPIPE_BENCH_WIDTHS") else {
         return vec![1, 2];
     };

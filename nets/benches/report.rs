@@ -10,7 +10,7 @@
 //!
 //! Every figure is divided by limits measured in the same run (`probe::limits_on`): the FMA
 //! peak of one core and the memory bandwidth (copy and read) of one and of two cores at
-//! once.
+//! once. The memory-bound layers (FC, depthwise convs) read as GB/s against the bandwidth.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,6 +22,7 @@ use taopipe_nets::{ConvAlgo, Isa, Kernel, Kernels, Linear, MatMut, Residual, Sha
 use taopipe_runtime::{Place, Runtime};
 
 use crate::conv::build;
+use crate::depthwise;
 use crate::gang::Gang;
 use crate::shapes;
 
@@ -287,6 +288,83 @@ pub(crate) fn run_if_selected() {
             100.0 * gbs(secs[1]) / bw2.copy_gbs,
         );
     }
+
+    depthwise_table(&rt, rounds, [bw1.copy_gbs, bw2.copy_gbs]);
+}
+
+/// MobileNet V1's and V2's depthwise convs at widths 1 and 2: GB/s of the bytes each must
+/// move (input, output, weights and bias, each once: `depthwise::bytes`), against the copy
+/// bandwidth of as many cores measured in this run (`copy`: one core, two at once), best
+/// over `rounds` rounds over every layer, as the conv table. Each layer's width-2 output is
+/// checked bit-identical to width 1's.
+fn depthwise_table(rt: &Runtime, rounds: usize, copy: [f64; 2]) {
+    println!("\n## Depthwise convolutions (memory-bound), GB/s of input + output + weights\n");
+    println!(
+        "MobileNet V2's and V1's 3×3 depthwise convs (padding 1, ReLU6), each shape once; `per frame` is how many a frame runs. GB/s counts the input, the output and the weights and bias once each; % is of the copy bandwidth of as many cores, measured above (STREAM's convention: bytes read + written). Best over {rounds} rounds of at least {ROUND_SECS} s each.\n"
+    );
+    println!(
+        "| layer | in → out | per frame | MB | w1 ms | w1 GB/s | % of 1-core copy | w2 ms | w2 GB/s | % of 2-core copy | w2 speed-up |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut runs: Vec<_> = shapes::DEPTHWISE
+        .iter()
+        .map(|layer| {
+            let (dw, x) = depthwise::build(layer);
+            let bytes = depthwise::bytes(&dw) as f64;
+            let (in_shape, out_shape) = (dw.in_shape(), dw.out_shape());
+            let dw: Arc<dyn Kernel> = Arc::new(dw);
+            let gangs = [1, 2].map(|w| Gang::new(dw.clone(), vec![x.clone()], w));
+            (layer, bytes, (in_shape, out_shape), gangs, [f64::MAX; 2])
+        })
+        .collect();
+    for round in 0..rounds {
+        eprintln!("depthwise convs: round {} of {rounds}", round + 1);
+        for (_, _, _, gangs, best) in &mut runs {
+            for (gang, b) in gangs.iter().zip(best.iter_mut()) {
+                *b = b.min(best_time(&mut || gang.run(rt), ROUND_SECS));
+            }
+        }
+    }
+    // Per net: a frame's depthwise time at each width (shapes times their count).
+    let mut frame = [("v2", [0.0; 2]), ("v1", [0.0; 2])];
+    for (layer, bytes, (input, output), gangs, best) in &runs {
+        let (y1, y2) = (gangs[0].output(), gangs[1].output());
+        assert!(
+            y1.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{}: width 2 differs from width 1",
+            layer.name
+        );
+        let gbs = best.map(|s| bytes / s / 1e9);
+        for (net, total) in &mut frame {
+            if layer.name.starts_with(*net) {
+                for (t, s) in total.iter_mut().zip(best) {
+                    *t += s * layer.per_frame as f64;
+                }
+            }
+        }
+        println!(
+            "| {} | {input} → {output} | {} | {:.2} | {:.3} | {:.1} | {:.0}% | {:.3} | {:.1} | {:.0}% | {:.2}× |",
+            layer.name,
+            layer.per_frame,
+            bytes / 1e6,
+            best[0] * 1e3,
+            gbs[0],
+            100.0 * gbs[0] / copy[0],
+            best[1] * 1e3,
+            gbs[1],
+            100.0 * gbs[1] / copy[1],
+            best[0] / best[1],
+        );
+    }
+    for (net, [w1, w2]) in frame {
+        println!(
+            "\nMobileNet {}: its depthwise convs take **{:.2} ms** a frame at width 1, {:.2} at width 2.",
+            net.to_uppercase(),
+            w1 * 1e3,
+            w2 * 1e3
+        );
+    }
+    println!("Every layer's width-2 output is bit-identical to width 1's.");
 }
 
 /// ResNet50's convs that take the fused residual add, and how many of each a frame runs

@@ -1,9 +1,9 @@
 //! Named shape tables, batch 1, 224×224 input: the conv layers of VGG16 and AlexNet and
 //! the distinct conv shapes of ResNet50 (torchvision v1.5: the stride sits on the 3×3
-//! conv), the FC layers of VGG16 and AlexNet, and the max pools of all three; and the
-//! benches' pseudo-random values.
+//! conv), the FC layers of VGG16 and AlexNet, the max pools of all three, and the
+//! depthwise convs of MobileNet V1 and V2; and the benches' pseudo-random values.
 
-use taopipe_nets::{Conv2dParams, PoolParams, Shape};
+use taopipe_nets::{Activation, Conv2dParams, DepthwiseParams, PoolParams, Shape};
 
 /// A deterministic pseudo-random value in `[-1, 1]` for index `i`: the benches' weights
 /// and inputs.
@@ -164,4 +164,54 @@ pub(crate) const POOLS: [PoolLayer; 6] = [
     pool("alexnet.pool5", 3, 2, 0, 256, 13),
     pool("vgg.pool1", 2, 2, 0, 64, 224),
     pool("vgg.pool3", 2, 2, 0, 256, 56),
+];
+
+/// A named depthwise conv layer, and how many a frame of its net runs.
+pub(crate) struct DepthwiseLayer {
+    pub(crate) name: &'static str,
+    pub(crate) params: DepthwiseParams,
+    pub(crate) input: Shape,
+    pub(crate) per_frame: usize,
+}
+
+/// A 3×3 depthwise conv, padding 1, ReLU6, over `c` planes of `hw × hw` (before the
+/// stride).
+const fn dw(
+    name: &'static str,
+    c: usize,
+    hw: usize,
+    stride: usize,
+    per_frame: usize,
+) -> DepthwiseLayer {
+    DepthwiseLayer {
+        name,
+        params: DepthwiseParams::new(c, 3, stride, 1).with_act(Activation::RELU6),
+        input: Shape::new(c, hw, hw),
+        per_frame,
+    }
+}
+
+/// The depthwise conv shapes of MobileNet V2 (torchvision's `features.1` to `.17`) and
+/// MobileNet V1 (its 13 separable blocks), all 3×3 with padding 1; named
+/// `net.channels x side.stride`, the side before the stride.
+pub(crate) const DEPTHWISE: [DepthwiseLayer; 19] = [
+    dw("v2.32x112.s1", 32, 112, 1, 1),
+    dw("v2.96x112.s2", 96, 112, 2, 1),
+    dw("v2.144x56.s1", 144, 56, 1, 1),
+    dw("v2.144x56.s2", 144, 56, 2, 1),
+    dw("v2.192x28.s1", 192, 28, 1, 2),
+    dw("v2.192x28.s2", 192, 28, 2, 1),
+    dw("v2.384x14.s1", 384, 14, 1, 4),
+    dw("v2.576x14.s1", 576, 14, 1, 2),
+    dw("v2.576x14.s2", 576, 14, 2, 1),
+    dw("v2.960x7.s1", 960, 7, 1, 3),
+    dw("v1.32x112.s1", 32, 112, 1, 1),
+    dw("v1.64x112.s2", 64, 112, 2, 1),
+    dw("v1.128x56.s1", 128, 56, 1, 1),
+    dw("v1.128x56.s2", 128, 56, 2, 1),
+    dw("v1.256x28.s1", 256, 28, 1, 1),
+    dw("v1.256x28.s2", 256, 28, 2, 1),
+    dw("v1.512x14.s1", 512, 14, 1, 5),
+    dw("v1.512x14.s2", 512, 14, 2, 1),
+    dw("v1.1024x7.s1", 1024, 7, 1, 1),
 ];

@@ -4,7 +4,8 @@
 //! NaN and ±∞ propagate as in PyTorch, written independently of the kernels' rules in
 //! [`crate::activation`]: ReLU keeps NaN (and `−0.0`), a max-pool window with a NaN is NaN.
 
-use crate::conv::Conv2dParams;
+use crate::activation::Activation;
+use crate::conv::{Conv2dParams, DepthwiseParams};
 use crate::pool::{PoolKind, PoolParams};
 use crate::tensor::Shape;
 
@@ -43,6 +44,60 @@ pub(crate) fn conv2d(p: &Conv2dParams, input: Shape, x: &[f32], w: &[f32], b: &[
         }
     }
     y
+}
+
+/// Depthwise convolution (channel multiplier 1), then the activation. Padding is zeros
+/// multiplied in, as in PyTorch's padded input (so an infinite weight gives NaN there).
+pub(crate) fn depthwise(
+    p: &DepthwiseParams,
+    input: Shape,
+    x: &[f32],
+    w: &[f32],
+    b: &[f32],
+) -> Vec<f32> {
+    let out = p.out_shape(input).expect("valid geometry");
+    let ((kh, kw), (sy, sx), (py, px)) = (p.kernel, p.stride, p.padding);
+    let mut y = vec![0.0; out.len()];
+    for c in 0..out.c {
+        for oy in 0..out.h {
+            for ox in 0..out.w {
+                let mut acc = f64::from(b[c]);
+                for ky in 0..kh {
+                    for kx in 0..kw {
+                        let iy = (oy * sy + ky) as isize - py as isize;
+                        let ix = (ox * sx + kx) as isize - px as isize;
+                        let inside =
+                            iy >= 0 && ix >= 0 && iy < input.h as isize && ix < input.w as isize;
+                        let xv = if inside {
+                            x[input.index(c, iy as usize, ix as usize)]
+                        } else {
+                            0.0
+                        };
+                        acc += f64::from(w[(c * kh + ky) * kw + kx]) * f64::from(xv);
+                    }
+                }
+                y[out.index(c, oy, ox)] = activation(p.act, acc as f32);
+            }
+        }
+    }
+    y
+}
+
+/// The activation, written apart from [`Activation::apply`]: NaN stays NaN.
+pub(crate) fn activation(act: Activation, v: f32) -> f32 {
+    match act {
+        Activation::None => v,
+        Activation::Relu => relu(v),
+        Activation::Clip { min, max } if !v.is_nan() => v.max(min).min(max),
+        Activation::Clip { .. } => v,
+        Activation::LeakyRelu { slope } => {
+            if v < 0.0 {
+                slope * v
+            } else {
+                v
+            }
+        }
+    }
 }
 
 /// Direct pooling; padding excluded (max: ignored, avg: not counted).

@@ -38,10 +38,12 @@ use crate::simd::{Isa, Kernels, MatMut, MatRef, Residual};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, SharedSlice, TaskCtx};
 
+pub mod depthwise;
 mod direct;
 mod gang;
 pub mod winograd;
 
+pub use depthwise::{DepthwiseConv2d, DepthwiseParams};
 use direct::Direct;
 use winograd::{Tile, Winograd};
 

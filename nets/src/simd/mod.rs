@@ -24,6 +24,7 @@ use std::ops::Range;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
+use crate::conv::depthwise::Channels;
 use crate::conv::winograd::{Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
@@ -311,6 +312,14 @@ pub(crate) type MaxPool2x2Fn = unsafe fn(&[f32], usize, &mut [f32], usize);
 /// The CPU runs the kernel's ISA; the slices are as [`Kernels::max_3x3_s2`] checks.
 pub(crate) type MaxPool3x3Fn = unsafe fn(&[f32], usize, usize, &mut [f32], usize, &mut [f32]);
 
+/// The depthwise convolution of a run of channels ([`crate::conv::depthwise::channels`]),
+/// `(channels, split, wide, dst)`, compiled for the table's ISA.
+///
+/// # Safety
+/// The CPU runs the kernel's ISA; the channels and the slices are as
+/// [`Kernels::depthwise`] checks them.
+pub(crate) type DepthwiseFn = unsafe fn(&Channels<'_>, &mut [f32], &mut [f32], &mut [f32]);
+
 /// Arguments of one micro-kernel call (see [`GemmFn`]).
 #[derive(Debug)]
 pub(crate) struct RawTile {
@@ -404,6 +413,8 @@ pub struct Kernels {
     pub(crate) max_2x2: MaxPool2x2Fn,
     /// The 3×3 stride-2 max pool, where the ISA has one of its own.
     pub(crate) max_3x3_s2: Option<MaxPool3x3Fn>,
+    /// The depthwise convolution of a run of channels.
+    pub(crate) depthwise: DepthwiseFn,
 }
 
 /// The last-`kc`-block epilogue, applied in registers before the store: per row
@@ -871,6 +882,58 @@ impl Kernels {
         // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the sizes are checked.
         unsafe { f(plane, w, pad, dst, ow, column) };
         true
+    }
+
+    /// The depthwise convolution of a run of channels into `dst` (a plane each; see
+    /// [`crate::conv::depthwise::channels`]), compiled for this table's ISA: `split` holds
+    /// the layer's split plane with its zero borders written, `wide` is scratch for the
+    /// flat outputs of a plane (`Plane::padded_len`).
+    ///
+    /// # Panics
+    /// If the channels' inputs, weights or outputs do not all have their lengths, the
+    /// output rows are wider than the pitch, or `split` is shorter than the taps read
+    /// (`Plane::padded_len` floats from each offset) or `wide` than a plane's padded flat
+    /// outputs (caller bugs).
+    pub(crate) fn depthwise(
+        &self,
+        ch: &Channels<'_>,
+        split: &mut [f32],
+        wide: &mut [f32],
+        dst: &mut [f32],
+    ) {
+        let (n, g) = (ch.len(), ch.geometry);
+        assert!(
+            ch.rows > 0 && ch.cols > 0 && ch.cols <= g.pitch,
+            "depthwise plane of {}×{} at pitch {}",
+            ch.rows,
+            ch.cols,
+            g.pitch
+        );
+        assert!(
+            ch.weights.len() == n * g.taps.len()
+                && ch.x.len() == n * ch.in_plane
+                && dst.len() == n * ch.rows * ch.cols,
+            "depthwise: {n} channels of {} taps, {} weights, {} inputs and {} outputs",
+            g.taps.len(),
+            ch.weights.len(),
+            ch.x.len(),
+            dst.len()
+        );
+        if n == 0 {
+            return;
+        }
+        let padded = ch.plane(0, split).padded_len();
+        let reach = g.taps.iter().max().map_or(0, |&t| t + padded);
+        assert!(
+            split.len() >= reach && wide.len() >= padded,
+            "depthwise: taps read {reach} floats of a split plane of {}, and {padded} of {} of scratch",
+            split.len(),
+            wide.len()
+        );
+        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the checks above are the
+        // function's contract (`DepthwiseFn`): every channel's plane has the rows, columns,
+        // pitch and taps checked, on `split`.
+        unsafe { (self.depthwise)(ch, split, wide, dst) }
     }
 
     /// Runs `iters` rounds of the FMA-throughput probe; returns the floating-point

@@ -29,7 +29,28 @@ pub(super) static PORTABLE: Kernels = Kernels {
     winograd_output,
     max_2x2,
     max_3x3_s2: None,
+    depthwise,
 };
+
+/// Floats per vector the portable depthwise kernel's blocks assume: the baseline's
+/// (SSE2 on x86-64, NEON on aarch64), which LLVM vectorises the plain loops for.
+const DEPTHWISE_LANES: usize = 4;
+
+/// The depthwise convolution of a run of channels, multiply then add (no FMA:
+/// `crate::conv::depthwise`'s docs).
+///
+/// # Safety
+/// Always safe (see [`super::DepthwiseFn`]).
+unsafe fn depthwise(
+    ch: &crate::conv::depthwise::Channels<'_>,
+    split: &mut [f32],
+    wide: &mut [f32],
+    dst: &mut [f32],
+) {
+    use crate::conv::depthwise::{BLOCK_VECTORS, channels, run_portable};
+    const B: usize = BLOCK_VECTORS * DEPTHWISE_LANES;
+    channels::<DEPTHWISE_LANES>(ch, split, wide, dst, run_portable::<B, DEPTHWISE_LANES>);
+}
 
 /// # Safety
 /// Always safe (see [`super::MaxPool2x2Fn`]).

@@ -492,6 +492,117 @@ macro_rules! isa_kernels {
                 crate::pool::max_2x2(plane, w, dst, ow);
             }
 
+            /// The depthwise convolution of a run of channels, compiled for this ISA
+            /// ([`crate::conv::depthwise::channels`] with [`depthwise_run`]).
+            ///
+            /// # Safety
+            /// The CPU has the target features; the channels and slices are as
+            /// [`super::super::Kernels::depthwise`] checks them.
+            #[target_feature(enable = $feat)]
+            pub(crate) unsafe fn depthwise(
+                ch: &crate::conv::depthwise::Channels<'_>,
+                split: &mut [f32],
+                wide: &mut [f32],
+                dst: &mut [f32],
+            ) {
+                crate::conv::depthwise::channels::<LANES>(ch, split, wide, dst, |p, base, out| {
+                    // SAFETY: the CPU has the target features (this function's contract);
+                    // `plane` passes runs inside the plane's padded flat outputs
+                    // (`Plane::padded_len`), whose taps `Kernels::depthwise` found inside
+                    // the split plane, `p.src`.
+                    unsafe { depthwise_run(p, base, out) }
+                });
+            }
+
+            /// Flat outputs `base..base + out.len()` of a depthwise plane, before the
+            /// activation: blocks of `BLOCK_VECTORS` (8) vectors whose accumulators stay
+            /// in registers across the taps (one load and one FMA per tap and vector), then
+            /// blocks of 4, 2 and 1 vectors for what is left, then a last vector
+            /// overlapping the one before (its elements get the same operations again, so
+            /// the same bits); only a run shorter than a vector is scalar (`mul_add`:
+            /// fused, as the vectors). With plain loops (`f32::mul_add` over a `[f32; 64]`
+            /// block) LLVM vectorised the FMAs but kept the accumulators on the stack, a
+            /// load and a store around every one (`objdump` of the AVX2 build).
+            ///
+            /// # Safety
+            /// The CPU has the target features; `p.src` holds `t + base + out.len()` floats
+            /// for every tap offset `t`.
+            #[target_feature(enable = $feat)]
+            unsafe fn depthwise_run(
+                p: &crate::conv::depthwise::Plane<'_>,
+                base: usize,
+                out: &mut [f32],
+            ) {
+                const BV: usize = crate::conv::depthwise::BLOCK_VECTORS;
+                const { assert!(BV == 8, "the blocks of 4, 2 and 1 vectors cover 7") };
+                let n = out.len();
+                let o = out.as_mut_ptr();
+                let mut j = 0;
+                // SAFETY: every block below reads `p.src[t + base + j..][..its floats]` and
+                // writes `out[j..][..its floats]` for a `j` that keeps them inside `n`,
+                // which the contract covers.
+                unsafe {
+                    while j + BV * LANES <= n {
+                        depthwise_block::<BV>(p, base + j, o.add(j));
+                        j += BV * LANES;
+                    }
+                    // Fewer than `BV` vectors left: halving blocks, each still a few FMA
+                    // chains side by side.
+                    if j + 4 * LANES <= n {
+                        depthwise_block::<4>(p, base + j, o.add(j));
+                        j += 4 * LANES;
+                    }
+                    if j + 2 * LANES <= n {
+                        depthwise_block::<2>(p, base + j, o.add(j));
+                        j += 2 * LANES;
+                    }
+                    if j + LANES <= n {
+                        depthwise_block::<1>(p, base + j, o.add(j));
+                        j += LANES;
+                    }
+                    if j < n && n >= LANES {
+                        depthwise_block::<1>(p, base + n - LANES, o.add(n - LANES));
+                        j = n;
+                    }
+                }
+                for (i, v) in out.iter_mut().enumerate().skip(j) {
+                    let mut acc = p.bias;
+                    for (&t, &w) in p.taps.iter().zip(p.weights) {
+                        acc = w.mul_add(p.src[t + base + i], acc);
+                    }
+                    *v = acc;
+                }
+            }
+
+            /// `NV` vectors of flat outputs from `j` on, stored at `out`.
+            ///
+            /// # Safety
+            /// The CPU has the target features; `p.src` holds `t + j + NV·LANES` floats for
+            /// every tap offset `t`, and `out` `NV·LANES` writable ones.
+            #[target_feature(enable = $feat)]
+            #[inline]
+            unsafe fn depthwise_block<const NV: usize>(
+                p: &crate::conv::depthwise::Plane<'_>,
+                j: usize,
+                out: *mut f32,
+            ) {
+                let mut acc = [$set1(p.bias); NV];
+                let src = p.src.as_ptr();
+                // SAFETY: tap `t` reads `src[t + j..t + j + NV·LANES]` and the stores write
+                // `out[..NV·LANES]`, inside both by the contract.
+                unsafe {
+                    for (&t, &w) in p.taps.iter().zip(p.weights) {
+                        let (x, w) = (src.add(t + j), $set1(w));
+                        for (v, a) in acc.iter_mut().enumerate() {
+                            *a = $fma(w, $load(x.add(v * LANES)), *a);
+                        }
+                    }
+                    for (v, a) in acc.iter().enumerate() {
+                        $store(out.add(v * LANES), *a);
+                    }
+                }
+            }
+
             /// Independent FMA chains, enough to cover latency × ports on any core, and
             /// few enough to stay in registers with the two operands.
             ///
@@ -554,6 +665,7 @@ macro_rules! table {
             winograd_output: $m::winograd_output,
             max_2x2: $m::max_2x2,
             max_3x3_s2: $m::MAX_3X3_S2,
+            depthwise: $m::depthwise,
         }
     };
 }
