@@ -4,5 +4,5 @@
 mod common;
 
 fn main() -> anyhow::Result<()> {
-    common::tune::main("alexnet")
+    common::tune::main(Some("alexnet"))
 }

@@ -4,5 +4,5 @@
 mod common;
 
 fn main() -> anyhow::Result<()> {
-    common::tune::main("resnet50")
+    common::tune::main(Some("resnet50"))
 }

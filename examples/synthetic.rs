@@ -5,5 +5,5 @@
 mod common;
 
 fn main() -> anyhow::Result<()> {
-    common::tune::main("synth2")
+    common::tune::main(Some("synth2"))
 }

@@ -4,5 +4,5 @@
 mod common;
 
 fn main() -> anyhow::Result<()> {
-    common::tune::main("vgg16")
+    common::tune::main(Some("vgg16"))
 }

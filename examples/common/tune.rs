@@ -1,6 +1,8 @@
-//! The driver behind the `vgg16`, `alexnet`, `resnet50` and `synthetic` examples: tune a
-//! pipeline live (or take the best seed), stream frames through it, and show the
-//! layer-parallel baseline side by side.
+//! The driver behind the `vgg16`, `alexnet`, `resnet50`, `synthetic` and `onnx` examples:
+//! tune a pipeline live (or take the best seed), stream frames through it, and show the
+//! layer-parallel baseline side by side. The net is a zoo net (`--net`) or an ONNX model
+//! (`--onnx`); the frames are made from a seed or are the user's (`--input`, an image or a
+//! raw tensor), whose top classes print at the end.
 //!
 //! SIGINT or SIGTERM ends it cleanly ([`super::interrupt`]): tuning between trials, serving
 //! between frames; the latency run and the baseline are then skipped, the report (marked
@@ -11,16 +13,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use taopipe::dsl::{NetSpec, Seeds, WeightDistribution};
+use taopipe::live::input::read_frame;
 use taopipe::live::report::PacedRun;
+use taopipe::live::report::TopClass;
 use taopipe::live::{
     Engine, Handle, LiveError, MIN_RATE_FPS, MeasureKind, SearchKind, SeedKind, TuneOptions,
     allowed_places, frames, widest_place,
 };
-use taopipe::nets::{Model, RandomWeights, zoo};
+use taopipe::nets::onnx::OnnxNet;
+use taopipe::nets::{Frame, Model, RandomWeights, Weights, zoo};
 use taopipe::runtime::EmulationSchedule;
 use taopipe::tuner::{Configuration, StageTimes, WatchOptions};
 
@@ -111,6 +116,19 @@ pub(crate) struct TuneCli {
     /// The net (zoo name, or `random` for a seeded random synthetic net).
     #[arg(long)]
     net: Option<String>,
+    /// An ONNX model to run instead of a zoo net, with its own weights: any CNN of the ops
+    /// taopipe runs (`taopipe_nets::onnx` lists them), e.g. a torchvision export.
+    #[arg(long, value_name = "FILE", conflicts_with = "net")]
+    onnx: Option<PathBuf>,
+    /// The frame to serve, again and again: an image (.png, .jpg: resized, centre-cropped
+    /// and normalised as torchvision's ImageNet evaluation does) or a raw little-endian f32
+    /// tensor in CHW order. Its top classes print at the end. Default: frames made from --seed.
+    #[arg(long, value_name = "FILE")]
+    input: Option<PathBuf>,
+    /// Write the output of the last frame served here (raw little-endian f32, replaced
+    /// whole; its folder must exist and take a new file: checked at start).
+    #[arg(long, value_name = "FILE", value_parser = super::output_file)]
+    output: Option<PathBuf>,
     /// Depth of a `random` net.
     #[arg(long, default_value_t = 16)]
     depth: usize,
@@ -278,21 +296,61 @@ pub(crate) fn trial_printer(
     Ok((bar, print))
 }
 
-/// Runs the tool for the example `default_net`.
-pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
+/// Runs the tool for the example `default_net` (`None`: the `onnx` example, whose net is
+/// `--onnx`'s).
+pub(crate) fn main(default_net: Option<&str>) -> anyhow::Result<()> {
     let cli = TuneCli::parse();
     cli.json.route_text();
     if let Some(hog) = cli.hog {
         check_hog(hog)?;
     }
     let interrupt = Interrupt::install()?;
-    let name = cli.net.clone().unwrap_or_else(|| default_net.to_string());
-    let spec = load_net(&name, &cli)?;
+    let (name, spec, weights): (String, NetSpec, Box<dyn Weights>) =
+        match (&cli.onnx, cli.net.as_deref(), default_net) {
+            (Some(path), _, _) => {
+                let onnx =
+                    OnnxNet::open(path).with_context(|| format!("--onnx {}", path.display()))?;
+                (
+                    onnx.spec().name().to_string(),
+                    onnx.spec().clone(),
+                    Box::new(onnx.into_weights()),
+                )
+            }
+            (None, Some(name), _) | (None, None, Some(name)) => (
+                name.to_string(),
+                load_net(name, &cli)?,
+                Box::new(RandomWeights { seed: cli.seed }),
+            ),
+            (None, None, None) => {
+                bail!("pass --onnx FILE (an ONNX model) or --net NAME (a zoo net)")
+            }
+        };
+    // Read the input before the (long) model build, so a bad file fails at once.
+    let input = match &cli.input {
+        Some(path) => Some(read_frame(path, spec.input()).context("--input")?),
+        None => None,
+    };
     let rt = cli.runtime.runtime()?;
     let workers = rt.num_workers();
     let units = spec.units().len();
     let c = cli.max_stages.unwrap_or(workers).min(workers).min(units);
-    let model = Arc::new(Model::build(spec, &RandomWeights { seed: cli.seed })?);
+    let model =
+        Arc::new(Model::build(spec, weights.as_ref()).with_context(|| format!("building {name}"))?);
+    drop(weights);
+    // The frames of every run: the user's, or made from the seed.
+    let frames = |count: u64| -> Box<dyn Iterator<Item = Frame> + Send> {
+        match &input {
+            Some(x) => {
+                let (model, x) = (model.clone(), x.clone());
+                Box::new((0..count).map(move |_| {
+                    model
+                        .frame_from(&x)
+                        .expect("--input has the model's input length")
+                }))
+            }
+            None => Box::new(frames(&model, count, cli.seed)),
+        }
+    };
     sayln!("{}", rt.topology());
     sayln!("speeds: {:?}", rt.speeds());
     sayln!(
@@ -374,8 +432,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         cli.frames
     };
     let until = cli.seconds.map(Duration::from_secs_f64);
-    let source = frames(&model, count, cli.seed)
-        .take_while(move |_| until.is_none_or(|u| started.elapsed() < u));
+    let source = frames(count).take_while(move |_| until.is_none_or(|u| started.elapsed() < u));
     // The line a script (or the interrupt tests) can wait for: serving has begun.
     sayln!(
         "serving {}: {}",
@@ -386,6 +443,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         }
     );
     let mut served = 0u64;
+    let mut last = vec![0.0; model.output_len()];
     let done = AtomicBool::new(false);
     let handle = engine.handle();
     let mut report = std::thread::scope(|s| {
@@ -393,7 +451,8 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         let hog = cli
             .hog
             .map(|hog| s.spawn(move || run_hog(hog, handle, done)));
-        let report = engine.run(source, |_, _| {
+        let report = engine.run(source, |_, frame| {
+            frame.output_into(&mut last);
             served += 1;
             match cli.seconds {
                 Some(_) => {
@@ -418,7 +477,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         sayln!("latency: {latency_frames} frames offered at {rate:.2}/s");
         engine.clear_schedule();
         engine.set_rate(Some(rate))?;
-        let paced = engine.run(frames(&model, latency_frames, cli.seed), |_, _| {})?;
+        let paced = engine.run(frames(latency_frames), |_, _| {})?;
         report.latency_run = Some(PacedRun {
             rate_fps: rate,
             stream: paced.run,
@@ -427,7 +486,7 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
     if !interrupt.raised() {
         // (A signal during it ends it between frames: the engine holds the stop.)
         sayln!("layer-parallel baseline: {} frames", cli.frames);
-        report.baseline = Some(engine.baseline(frames(&model, cli.frames, cli.seed), |_, _| {})?);
+        report.baseline = Some(engine.baseline(frames(cli.frames), |_, _| {})?);
     }
     // What was skipped, or cut, for a signal makes the whole report partial.
     report.partial |= interrupt.raised();
@@ -437,6 +496,24 @@ pub(crate) fn main(default_net: &str) -> anyhow::Result<()> {
         engine.configuration()
     );
     say!("{report}");
+    if served > 0 {
+        let top: Vec<String> = TopClass::top(&last, 5)
+            .iter()
+            .map(|c| format!("{}: {:.4}", c.class, c.score))
+            .collect();
+        sayln!(
+            "top classes of the last frame served (index: score): {}",
+            top.join(", ")
+        );
+        if let Some(path) = &cli.output {
+            super::write_f32_file(path, &last).context("--output")?;
+            sayln!(
+                "output ({} values) written to {}",
+                last.len(),
+                path.display()
+            );
+        }
+    }
     if let Some(json) = &cli.json.target {
         json.write(&report)?;
     }

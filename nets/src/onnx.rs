@@ -184,6 +184,11 @@ impl OnnxNet {
         &self.weights
     }
 
+    /// Its weights, the net dropped (a model built from them needs them no longer).
+    pub fn into_weights(self) -> OnnxWeights {
+        self.weights
+    }
+
     /// The name of the graph's input.
     pub fn input_name(&self) -> &str {
         &self.input
