@@ -519,7 +519,9 @@ impl Kernels {
         };
         let cols = cols - lane_cols;
         if let (Some(kernel), true) = (self.gemm_cols, lane_cols > 0) {
-            let raw = RawTile::new(kc, a, a_step, &b[cols..], c, cols, accumulate, epilogue);
+            // An empty reduction (`kc = 0`) may come with an empty B, which it never reads.
+            let b = &b[cols.min(b.len())..];
+            let raw = RawTile::new(kc, a, a_step, b, c, cols, accumulate, epilogue);
             // SAFETY: as for the tiles below, for columns `cols..cols + lane_cols` of `c`,
             // B's panel and the residual (all inside the `≤ NR` columns checked); `a`
             // holds `lane_span` floats from the last panel's last `k` step (checked).

@@ -653,6 +653,43 @@ fn fused_activation_is_apply_of_the_unfused_value() {
     }
 }
 
+/// An empty reduction (`kc = 0`) with an empty A and B, through every column count: C
+/// becomes `act(C + bias)` (accumulating) or `act(bias)`. The lane kernel's columns were
+/// sliced out of B past its end (a proptest case under Miri found it).
+#[test]
+fn an_empty_reduction_reads_neither_a_nor_b() {
+    for k in tables() {
+        let (mr, nr) = (k.mr, k.nr);
+        let m = mr + 1;
+        let c0 = random_vec(m * nr, 1);
+        let bias = random_vec(m, 2);
+        let e = Epilogue {
+            bias: &bias,
+            residual: Residual::None,
+            act: Activation::RELU6,
+        };
+        for cols in 1..=nr {
+            for accumulate in [false, true] {
+                let mut c = c0.clone();
+                let mut view = MatMut::from_slice(&mut c, nr, m, cols);
+                k.gemm(0, &[], 0, &[], &mut view, accumulate, Some(&e));
+                for i in 0..m {
+                    for j in 0..nr {
+                        let x = c0[i * nr + j];
+                        let want = match (j < cols, accumulate) {
+                            (false, _) => x,
+                            (true, true) => e.act.apply(x + bias[i]),
+                            (true, false) => e.act.apply(0.0 + bias[i]),
+                        };
+                        let got = c[i * nr + j];
+                        assert!(same_bits(got, want), "{k}: {cols} columns: {got} != {want}");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A lone panel entered mid-way (`rows < MR`, what `gemm::gemm` runs for a row range that
 /// starts inside a panel) may be given exactly `(kc − 1)·MR + rows` floats of A, as
 /// [`Kernels::gemm`] checks: its last `k` step ends after its `rows` rows. Each case's A is
