@@ -18,7 +18,7 @@ use std::time::Instant;
 use taopipe_nets::cache::{Blocking, CacheSizes};
 use taopipe_nets::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
 use taopipe_nets::probe;
-use taopipe_nets::{ConvAlgo, Isa, Kernel, Kernels, Linear, MatMut, Residual, Shape};
+use taopipe_nets::{Activation, ConvAlgo, Isa, Kernel, Kernels, Linear, MatMut, Residual, Shape};
 use taopipe_runtime::{Place, Runtime};
 
 use crate::conv::build;
@@ -496,7 +496,7 @@ fn gemm_gflops(kernels: &Kernels, m: usize, n: usize, k: usize) -> f64 {
     let epilogue = BlockEpilogue {
         bias: &bias,
         residual: Residual::None,
-        relu: true,
+        act: Activation::Relu,
     };
     let secs = best_time(
         &mut || {

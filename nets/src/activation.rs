@@ -4,10 +4,18 @@
 //!
 //! `f32::max` is IEEE `maxNum`, which *drops* a NaN operand (`NaN.max(0.0) == 0.0`), so it
 //! is used for none of them. The SIMD micro-kernels compute the same rules with their own
-//! instructions (`simd/template.rs`), bit for bit.
+//! instructions (`simd/template.rs`), bit for bit, so an activation fused into a conv's
+//! store gives the bits of the conv followed by the element-wise layer
+//! ([`crate::elementwise::Activate`]).
+//!
+//! Loops over many values take the activation through [`with_activation!`]: one match for
+//! the whole run, each arm a loop compiled (and vectorised) for its activation alone, where
+//! [`Activation::apply`] per element would leave a match in the loop.
 
 /// What a layer applies to each of its outputs after the sum (and bias, and residual): the
-/// activation a convolution fuses into its store, or an element-wise layer applies.
+/// activation a convolution fuses into its store ([`crate::Conv2dParams::act`]), or an
+/// element-wise layer applies ([`crate::elementwise::Activate`]). Every path, scalar or
+/// SIMD, gives the bits of [`Activation::apply`], so fusing never changes a result.
 ///
 /// Equality is by bits (so it is an equivalence, NaN bounds included): two layers with
 /// equal activations give the same bits.
@@ -65,17 +73,8 @@ impl Activation {
         match self {
             Activation::None => v,
             Activation::Relu => relu(v),
-            Activation::Clip { min, max } => {
-                let x = if min > v { min } else { v };
-                if max < x { max } else { x }
-            }
-            Activation::LeakyRelu { slope } => {
-                if v >= 0.0 {
-                    v
-                } else {
-                    slope * v
-                }
-            }
+            Activation::Clip { min, max } => clip(v, min, max),
+            Activation::LeakyRelu { slope } => leaky_relu(v, slope),
         }
     }
 
@@ -120,6 +119,49 @@ impl std::hash::Hash for Activation {
 pub(crate) fn relu(v: f32) -> f32 {
     if v < 0.0 { 0.0 } else { v }
 }
+
+/// Clip: `x = min > v ? min : v`, then `max < x ? max : x`. This is x86 `max_ps(min, v)`
+/// then `min_ps(max, x)` exactly (each returns its second operand when either is NaN or
+/// both are zero), so NaN and `−0.0` stay (inside the bounds).
+#[inline(always)]
+pub(crate) fn clip(v: f32, min: f32, max: f32) -> f32 {
+    let x = if min > v { min } else { v };
+    if max < x { max } else { x }
+}
+
+/// Leaky ReLU: `v ≥ 0 ? v : slope · v`, so NaN (compared unordered) gives `slope · v`,
+/// NaN, and `−0.0` (not below zero) stays `−0.0`.
+#[inline(always)]
+pub(crate) fn leaky_relu(v: f32, slope: f32) -> f32 {
+    if v >= 0.0 { v } else { slope * v }
+}
+
+/// Evaluates `$body` with `$f` bound to `$act`'s rule as a function of one `f32`
+/// (`|$f| $body`): one match, each arm the body compiled for one activation, so a loop in
+/// the body has no match per element and vectorises.
+macro_rules! with_activation {
+    ($act:expr, |$f:ident| $body:expr) => {
+        match $act {
+            $crate::Activation::None => {
+                let $f = |v: f32| v;
+                $body
+            }
+            $crate::Activation::Relu => {
+                let $f = $crate::activation::relu;
+                $body
+            }
+            $crate::Activation::Clip { min, max } => {
+                let $f = move |v: f32| $crate::activation::clip(v, min, max);
+                $body
+            }
+            $crate::Activation::LeakyRelu { slope } => {
+                let $f = move |v: f32| $crate::activation::leaky_relu(v, slope);
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_activation;
 
 /// The larger of `a` and `b`, NaN if either is NaN (PyTorch's max pool: a window holding a
 /// NaN gives NaN). On equal values (`±0.0`) it returns `b`.

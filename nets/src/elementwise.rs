@@ -1,10 +1,11 @@
-//! Elementwise layers: [`Relu`], residual [`Add`] (optionally followed by ReLU), and the
-//! per-channel affine [`Affine`] `y = a[c]·x + b[c]` (batch norm when it is not folded into
-//! a conv; see [`crate::batchnorm`]).
+//! Elementwise layers: an activation [`Activate`] (ReLU, clip/ReLU6, leaky ReLU), residual
+//! [`Add`] (optionally followed by ReLU), and the per-channel affine [`Affine`]
+//! `y = a[c]·x + b[c]` (batch norm when it is not folded into a conv; see
+//! [`crate::batchnorm`]).
 //!
 //! Chunks: groups of whole channels, at most 32 (`ceil(C / 32)` channels each).
 
-use crate::activation::relu;
+use crate::activation::{Activation, relu, with_activation};
 use crate::batchnorm::BatchNorm;
 use crate::error::KernelError;
 use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
@@ -14,27 +15,57 @@ fn channel_chunks(shape: Shape) -> ChunkPlan {
     ChunkPlan::new(shape.c, shape.plane(), 1, 1)
 }
 
-/// `y = max(x, 0)`, NaN propagating as in PyTorch: `0` where `x < 0`, else `x` itself, so
-/// NaN stays NaN, −∞ becomes 0 and `−0.0` stays `−0.0`.
+/// `y = act(x)`, by the rules of [`Activation::apply`], bit for bit: NaN propagates as in
+/// PyTorch (ReLU: `0` where `x < 0`, else `x` itself, so NaN stays NaN, −∞ becomes 0 and
+/// `−0.0` stays `−0.0`). A conv fuses its activation into its store with the same bits
+/// ([`crate::Conv2dParams::act`]); this layer runs the ones that could not be fused.
+///
+/// ```
+/// use taopipe_nets::{Activate, Activation, Kernel, Scratch, Shape};
+/// let relu6 = Activate::new(Shape::new(1, 1, 4), Activation::RELU6);
+/// let y = relu6.forward(&[&[-1.0, 3.0, 7.5, f32::NAN]], &mut Scratch::new());
+/// assert_eq!(&y[..3], &[0.0, 3.0, 6.0]);
+/// assert!(y[3].is_nan());
+/// assert_eq!(relu6.kind(), "clip");
+/// ```
 #[derive(Clone, Debug)]
-pub struct Relu {
+pub struct Activate {
     shape: Shape,
+    act: Activation,
     chunks: ChunkPlan,
 }
 
-impl Relu {
-    /// A ReLU over tensors of `shape`.
-    pub fn new(shape: Shape) -> Relu {
-        Relu {
+impl Activate {
+    /// `act` over tensors of `shape`.
+    pub fn new(shape: Shape, act: Activation) -> Activate {
+        Activate {
             shape,
+            act,
             chunks: channel_chunks(shape),
         }
     }
+
+    /// A ReLU over tensors of `shape`.
+    pub fn relu(shape: Shape) -> Activate {
+        Activate::new(shape, Activation::Relu)
+    }
+
+    /// The activation it applies.
+    pub fn act(&self) -> Activation {
+        self.act
+    }
 }
 
-impl Kernel for Relu {
+impl Kernel for Activate {
+    /// `relu`, `clip` or `leakyrelu` (the spec's names), `identity` for
+    /// [`Activation::None`].
     fn kind(&self) -> &'static str {
-        "relu"
+        match self.act {
+            Activation::None => "identity",
+            Activation::Relu => "relu",
+            Activation::Clip { .. } => "clip",
+            Activation::LeakyRelu { .. } => "leakyrelu",
+        }
     }
     fn in_shape(&self) -> Shape {
         self.shape
@@ -56,10 +87,13 @@ impl Kernel for Relu {
         _scratch: &mut Scratch,
     ) {
         let r = self.chunks.range(chunk);
-        check_io("relu", inputs, 1, self.shape.len(), out.len(), r.len());
-        out.iter_mut()
-            .zip(&inputs[0][r])
-            .for_each(|(o, &x)| *o = relu(x));
+        check_io(self.kind(), inputs, 1, self.shape.len(), out.len(), r.len());
+        // One match for the chunk: each arm's loop vectorises for its activation.
+        with_activation!(self.act, |act| {
+            out.iter_mut()
+                .zip(&inputs[0][r])
+                .for_each(|(o, &x)| *o = act(x));
+        });
     }
 }
 

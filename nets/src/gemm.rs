@@ -21,6 +21,7 @@
 
 use std::ops::Range;
 
+use crate::activation::Activation;
 use crate::cache::Blocking;
 use crate::simd::{Epilogue, Kernels, MatMut, Residual};
 
@@ -111,7 +112,7 @@ pub fn packed_b_len(kdim: usize, panels: usize, nr: usize) -> usize {
 }
 
 /// Where the epilogue's operands come from, for a whole block: `bias[row]` per row of the
-/// block, a residual matrix covering the block, ReLU.
+/// block, a residual matrix covering the block, the activation ([`Epilogue`]'s order).
 #[derive(Clone, Copy, Debug)]
 pub struct BlockEpilogue<'a> {
     /// One per row of the block.
@@ -119,8 +120,8 @@ pub struct BlockEpilogue<'a> {
     /// What to add: a matrix as big as the block, or the block itself (then `a` must
     /// have been packed with the whole reduction in one `kc` block).
     pub residual: Residual<'a>,
-    /// Clamp at zero.
-    pub relu: bool,
+    /// Applied last.
+    pub act: Activation,
 }
 
 /// `C = A[rows] · B`: `rows` of `a` (any range; one starting on a panel boundary, a
@@ -196,7 +197,7 @@ pub fn gemm(
                 let e = epilogue.filter(|_| last).map(|e| Epilogue {
                     bias: &e.bias[ri..i0 + r.end],
                     residual: e.residual.sub(ri, j0, r.len(), w),
-                    relu: e.relu,
+                    act: e.act,
                 });
                 let ap = &apanels[r.start / mr * a_step..];
                 let mut c = c.sub(ri, j0, r.len(), w);

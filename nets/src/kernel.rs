@@ -89,8 +89,8 @@ impl Scratch {
 /// A CNN layer as a chunked, pure kernel. Object safe: a model holds `Vec<Box<dyn Kernel>>`.
 ///
 /// ```
-/// use taopipe_nets::{Kernel, Relu, Scratch, Shape};
-/// let relu = Relu::new(Shape::new(64, 8, 8));
+/// use taopipe_nets::{Activate, Kernel, Scratch, Shape};
+/// let relu = Activate::relu(Shape::new(64, 8, 8));
 /// let x: Vec<f32> = (0..relu.in_shape().len()).map(|i| i as f32 - 2000.0).collect();
 /// let mut out = vec![0.0; relu.out_shape().len()];
 /// let mut scratch = Scratch::new();

@@ -34,9 +34,9 @@ use crate::frame::{Buffers, Frame, FramePool, MAX_GRAPHS, TensorBuf};
 use crate::memory_plan::{MemoryPlan, PlanStep};
 use crate::weights::{Init, WeightError, Weights};
 use crate::{
-    Add, Affine, BatchNorm, Concat, Conv2d, Conv2dParams, ConvAlgo, GlobalAvgPool, Isa, Kernel,
-    KernelError, Linear, MAX_CONCAT_INPUTS, Pool2d, PoolParams, Relu, Scratch, Shape, Softmax,
-    Workspace, fold_batchnorm,
+    Activate, Activation, Add, Affine, BatchNorm, Concat, Conv2d, Conv2dParams, ConvAlgo,
+    GlobalAvgPool, Isa, Kernel, KernelError, Linear, MAX_CONCAT_INPUTS, Pool2d, PoolParams,
+    Scratch, Shape, Softmax, Workspace, fold_batchnorm,
 };
 
 /// How [`Model::build_with`] builds the kernels.
@@ -293,7 +293,7 @@ impl Model {
                             kernel: *kernel,
                             stride: *stride,
                             padding: *padding,
-                            relu: *relu || fuse_relu || add_relu,
+                            act: Activation::relu_if(*relu || fuse_relu || add_relu),
                         },
                         bn.map(|b| &layers[b]),
                         (isa, options.direct_only.then_some(ConvAlgo::Direct)),
@@ -379,7 +379,7 @@ impl Model {
                     )
                 }
                 LayerKind::GlobalAvgPool => Arc::new(GlobalAvgPool::new(shape(layer.input()))),
-                LayerKind::Relu => Arc::new(Relu::new(shape(layer.input()))),
+                LayerKind::Relu => Arc::new(Activate::relu(shape(layer.input()))),
                 LayerKind::BatchNorm { .. } => {
                     let bn = load_batchnorm(weights, layer, layer.input().c)?;
                     let (scale, shift) = bn.affine().map_err(kernel_error(layer))?;
@@ -873,7 +873,7 @@ struct ConvShape {
     kernel: (usize, usize),
     stride: (usize, usize),
     padding: (usize, usize),
-    relu: bool,
+    act: Activation,
 }
 
 fn build_conv(
@@ -888,7 +888,7 @@ fn build_conv(
         kernel,
         stride,
         padding,
-        relu,
+        act,
     } = shape_of;
     let c = layer.input().c;
     let fan_in = c * kernel.0 * kernel.1;
@@ -924,7 +924,7 @@ fn build_conv(
         kernel,
         stride,
         padding,
-        relu,
+        act,
     };
     let algo = algo.filter(|a| a.applies(&params));
     Conv2d::with_options(params, shape(layer.input()), w, Some(b), algo, isa)

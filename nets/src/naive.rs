@@ -2,7 +2,8 @@
 //! they are a better reference than any f32 order.
 //!
 //! NaN and ±∞ propagate as in PyTorch, written independently of the kernels' rules in
-//! [`crate::activation`]: ReLU keeps NaN (and `−0.0`), a max-pool window with a NaN is NaN.
+//! [`crate::activation`]: ReLU, clip and leaky ReLU keep NaN (and `−0.0`), a max-pool
+//! window with a NaN is NaN.
 
 use crate::activation::Activation;
 use crate::conv::{Conv2dParams, DepthwiseParams};
@@ -12,6 +13,31 @@ use crate::tensor::Shape;
 /// ReLU that keeps NaN and `−0.0`: `v` unless it is below zero.
 pub(crate) fn relu(v: f32) -> f32 {
     if v >= 0.0 || v.is_nan() { v } else { 0.0 }
+}
+
+/// `act` of `v`: NaN stays NaN, else PyTorch's `clamp(v, min, max)` or `leaky_relu`.
+pub(crate) fn activate(act: Activation, v: f32) -> f32 {
+    match act {
+        _ if v.is_nan() => v,
+        Activation::None => v,
+        Activation::Relu => relu(v),
+        Activation::Clip { min, max } => {
+            if v < min {
+                min
+            } else if v > max {
+                max
+            } else {
+                v
+            }
+        }
+        Activation::LeakyRelu { slope } => {
+            if v < 0.0 {
+                v * slope
+            } else {
+                v
+            }
+        }
+    }
 }
 
 /// Direct 7-loop convolution (K, OH, OW, C, KH, KW; batch 1).
@@ -39,7 +65,7 @@ pub(crate) fn conv2d(p: &Conv2dParams, input: Shape, x: &[f32], w: &[f32], b: &[
                     }
                 }
                 let v = acc as f32;
-                y[out.index(k, oy, ox)] = if p.relu { relu(v) } else { v };
+                y[out.index(k, oy, ox)] = activate(p.act, v);
             }
         }
     }
@@ -76,28 +102,11 @@ pub(crate) fn depthwise(
                         acc += f64::from(w[(c * kh + ky) * kw + kx]) * f64::from(xv);
                     }
                 }
-                y[out.index(c, oy, ox)] = activation(p.act, acc as f32);
+                y[out.index(c, oy, ox)] = activate(p.act, acc as f32);
             }
         }
     }
     y
-}
-
-/// The activation, written apart from [`Activation::apply`]: NaN stays NaN.
-pub(crate) fn activation(act: Activation, v: f32) -> f32 {
-    match act {
-        Activation::None => v,
-        Activation::Relu => relu(v),
-        Activation::Clip { min, max } if !v.is_nan() => v.max(min).min(max),
-        Activation::Clip { .. } => v,
-        Activation::LeakyRelu { slope } => {
-            if v < 0.0 {
-                slope * v
-            } else {
-                v
-            }
-        }
-    }
 }
 
 /// Direct pooling; padding excluded (max: ignored, avg: not counted).

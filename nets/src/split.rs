@@ -53,7 +53,16 @@ use crate::model::{Model, compute_chunks};
 
 /// Kernel kinds whose output channel `c` reads only input channel `c`: a chain passes their
 /// input to them without an exchange.
-pub const CHANNEL_LOCAL: [&str; 6] = ["maxpool", "avgpool", "relu", "affine", "add", "gap"];
+pub const CHANNEL_LOCAL: [&str; 8] = [
+    "maxpool",
+    "avgpool",
+    "relu",
+    "clip",
+    "leakyrelu",
+    "affine",
+    "add",
+    "gap",
+];
 
 /// Why a split plan could not be made. Every variant names the bad value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

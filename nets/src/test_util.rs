@@ -3,8 +3,10 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use proptest::prelude::{Just, Strategy, prop_oneof};
 use proptest::test_runner::{Config, RngSeed};
 
+use crate::activation::Activation;
 use crate::kernel::{Kernel, Scratch};
 
 /// Proptest configuration: a fixed seed (reproducible runs), no regression files; under
@@ -17,6 +19,53 @@ pub(crate) fn proptest_config(cases: u32) -> Config {
         failure_persistence: None,
         ..Config::default()
     }
+}
+
+/// A random activation: none, ReLU, ReLU6, or a clip or leaky ReLU with random parameters,
+/// the clip's bounds within what the tests' sums reach, so that both of them bite.
+pub(crate) fn activation() -> impl Strategy<Value = Activation> {
+    prop_oneof![
+        Just(Activation::None),
+        Just(Activation::Relu),
+        Just(Activation::RELU6),
+        (-1.5f32..0.5, 0.0f32..2.0).prop_map(|(min, w)| Activation::Clip { min, max: min + w }),
+        (-1.0f32..1.0).prop_map(|slope| Activation::LeakyRelu { slope }),
+    ]
+}
+
+/// Activations with edges: each kind, bounds of either sign, infinite and NaN bounds, a
+/// clip between `−0.0` and `0.0`, and slopes of zero (`0 · −∞` is NaN, `0 · −1` is
+/// `−0.0`) and below zero.
+pub(crate) const ACTIVATIONS: [Activation; 11] = [
+    Activation::None,
+    Activation::Relu,
+    Activation::RELU6,
+    Activation::Clip {
+        min: -0.5,
+        max: 0.25,
+    },
+    Activation::Clip {
+        min: -0.0,
+        max: 0.0,
+    },
+    Activation::Clip {
+        min: f32::NEG_INFINITY,
+        max: 0.0,
+    },
+    Activation::Clip {
+        min: f32::NAN,
+        max: 1.0,
+    },
+    Activation::LeakyRelu { slope: 0.1 },
+    Activation::LeakyRelu { slope: 0.0 },
+    Activation::LeakyRelu { slope: -2.0 },
+    Activation::LeakyRelu { slope: 1.0 },
+];
+
+/// Whether `got` has `want`'s bits, or both are NaN (a NaN's payload is not part of any
+/// rule, and Miri picks payloads at random).
+pub(crate) fn same_bits(got: f32, want: f32) -> bool {
+    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan())
 }
 
 /// Element-wise absolute values.

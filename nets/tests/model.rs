@@ -7,8 +7,9 @@ use std::path::Path;
 
 use taopipe_dsl::{LayerKind, NetSpec, Source, net};
 use taopipe_nets::{
-    Add, Affine, BatchNorm, BuildOptions, Conv2d, Conv2dParams, GlobalAvgPool, Init, Kernel,
-    Linear, Model, RandomWeights, Relu, SafetensorsFile, Scratch, Shape, Weights, torch_name, zoo,
+    Activate, Activation, Add, Affine, BatchNorm, BuildOptions, Conv2d, Conv2dParams,
+    GlobalAvgPool, Init, Kernel, Linear, Model, RandomWeights, SafetensorsFile, Scratch, Shape,
+    Weights, torch_name, zoo,
 };
 use taopipe_runtime::{Place, Runtime};
 
@@ -226,7 +227,7 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                     kernel: *kernel,
                     stride: *stride,
                     padding: *padding,
-                    relu: *relu,
+                    act: Activation::relu_if(*relu),
                 };
                 Conv2d::new(p, sh, w, b)
                     .expect("conv")
@@ -259,7 +260,7 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                     .expect("bn")
                     .forward(&[&inp], &mut scratch)
             }
-            LayerKind::Relu => Relu::new(sh).forward(&[&inp], &mut scratch),
+            LayerKind::Relu => Activate::relu(sh).forward(&[&inp], &mut scratch),
             LayerKind::ResidualAdd { relu, .. } => {
                 let other = get(
                     &outs,

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use taopipe_nets::cache::{Blocking, CacheSizes};
 use taopipe_nets::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
-use taopipe_nets::{Isa, Kernels, MatMut, probe};
+use taopipe_nets::{Activation, Isa, Kernels, MatMut, Residual, probe};
 use tract_data::internal::{DatumType, Tensor, tensor0};
 use tract_linalg::BinOp;
 use tract_linalg::mmm::{
@@ -191,8 +191,8 @@ impl Core for Taopipe<'_> {
         let mut c = MatMut::from_slice(&mut self.c, n, m, n);
         let epilogue = BlockEpilogue {
             bias: self.bias,
-            residual: None,
-            relu: true,
+            residual: Residual::None,
+            act: Activation::Relu,
         };
         for j0 in (0..n).step_by(self.columns) {
             let w = self.columns.min(n - j0);

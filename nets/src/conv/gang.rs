@@ -434,7 +434,7 @@ impl Conv2d {
         let epilogue = BlockEpilogue {
             bias: &self.bias[channels.clone()],
             residual: self.residual_of(inputs, &channels, &pixels),
-            relu: self.params.relu,
+            act: self.params.act,
         };
         write(channels, &mut MatMut::from_rect(&mut claim), &epilogue);
     }

@@ -1,5 +1,6 @@
 //! 2-D convolution (cross-correlation, PyTorch's `Conv2d`): any kernel, stride and zero
-//! padding, bias, fused ReLU and, optionally, a fused residual add; weights in OIHW order.
+//! padding, bias, a fused activation ([`Activation`]: ReLU, clip/ReLU6, leaky ReLU) and,
+//! optionally, a fused residual add; weights in OIHW order.
 //!
 //! # Algorithms
 //! [`ConvAlgo::choose`] takes the first case that applies, in this order:
@@ -30,6 +31,7 @@
 
 use std::ops::Range;
 
+use crate::activation::Activation;
 use crate::cache::{Blocking, CacheSizes};
 use crate::error::KernelError;
 use crate::gemm::BlockEpilogue;
@@ -60,12 +62,13 @@ pub struct Conv2dParams {
     pub stride: (usize, usize),
     /// Zero padding `(py, px)`, on both sides of each axis.
     pub padding: (usize, usize),
-    /// Apply ReLU to the output (fused).
-    pub relu: bool,
+    /// The activation applied to the output in the store (after the bias and a fused
+    /// residual add), as [`Activation::apply`] does it.
+    pub act: Activation,
 }
 
 impl Conv2dParams {
-    /// A square `k×k` conv, the same stride and padding on both axes, ReLU off.
+    /// A square `k×k` conv, the same stride and padding on both axes, no activation.
     pub const fn new(
         in_channels: usize,
         out_channels: usize,
@@ -79,13 +82,26 @@ impl Conv2dParams {
             kernel: (k, k),
             stride: (stride, stride),
             padding: (padding, padding),
-            relu: false,
+            act: Activation::None,
         }
     }
 
-    /// The same with fused ReLU on or off.
+    /// The same with fused ReLU on or off (off: no activation at all).
     pub const fn with_relu(mut self, relu: bool) -> Self {
-        self.relu = relu;
+        self.act = Activation::relu_if(relu);
+        self
+    }
+
+    /// The same with `act` fused into the store.
+    ///
+    /// ```
+    /// use taopipe_nets::{Activation, Conv2dParams};
+    /// let p = Conv2dParams::new(32, 32, 3, 1, 1).with_act(Activation::RELU6);
+    /// assert_eq!(p.act, Activation::Clip { min: 0.0, max: 6.0 });
+    /// assert_eq!(p.with_relu(true).act, Activation::Relu);
+    /// ```
+    pub const fn with_act(mut self, act: Activation) -> Self {
+        self.act = act;
         self
     }
 
@@ -537,8 +553,8 @@ impl Conv2d {
     }
 
     /// Fuses a residual add into the store: the layer takes a second input of its output
-    /// shape and computes `relu?(conv(x) + bias + residual)`, the bits of the conv
-    /// followed by an add (and ReLU).
+    /// shape and computes `act(conv(x) + bias + residual)`, the bits of the conv
+    /// followed by an add (and the activation).
     pub fn with_residual(mut self, residual: bool) -> Conv2d {
         self.residual = residual;
         self
@@ -655,7 +671,7 @@ impl Conv2d {
             let epilogue = BlockEpilogue {
                 bias: &self.bias[channels.clone()],
                 residual: self.residual_of(inputs, &channels, &pixels),
-                relu: self.params.relu,
+                act: self.params.act,
             };
             let mut tile = view.sub(0, pixels.start, channels.len(), pixels.len());
             self.engine.compute(

@@ -1,10 +1,11 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::Activate;
 use crate::naive;
 use crate::test_util::{
-    TOL, abs, assert_bit_identical, assert_close, bits, proptest_config, random_vec,
-    sprinkle_specials,
+    ACTIVATIONS, TOL, abs, activation, assert_bit_identical, assert_close, bits, proptest_config,
+    random_vec, sprinkle_specials,
 };
 
 fn random_conv(p: Conv2dParams, input: Shape, seed: u64) -> (Conv2d, Vec<f32>) {
@@ -43,9 +44,9 @@ fn check_against_naive(conv: &Conv2d, x: &[f32]) {
     let p = *conv.params();
     let input = conv.in_shape();
     let want = naive::conv2d(&p, input, x, conv.weights(), conv.bias());
-    // Σ|terms| per output: the reference on absolute values (ReLU off: it would not change them).
+    // Σ|terms| per output: the reference on absolute values, without the activation.
     let scale = naive::conv2d(
-        &p.with_relu(false),
+        &p.with_act(Activation::None),
         input,
         &abs(x),
         &abs(conv.weights()),
@@ -65,9 +66,9 @@ proptest! {
     fn conv_matches_naive(
         c in 1usize..=16, k in 1usize..=20, h in 1usize..=14, w in 1usize..=14,
         kernel in 1usize..=5, stride in 1usize..=3, padding in 0usize..=2,
-        relu: bool, seed in 0u64..10_000,
+        act in activation(), seed in 0u64..10_000,
     ) {
-        let p = Conv2dParams::new(c, k, kernel, stride, padding).with_relu(relu);
+        let p = Conv2dParams::new(c, k, kernel, stride, padding).with_act(act);
         let input = Shape::new(c, h, w);
         prop_assume!(p.out_shape(input).is_ok());
         let (conv, x) = random_conv(p, input, seed);
@@ -80,11 +81,11 @@ proptest! {
     fn conv_with_per_axis_stride_and_padding_matches_naive(
         c in 1usize..=6, k in 1usize..=9, h in 1usize..=12, w in 1usize..=12,
         kh in 1usize..=5, kw in 1usize..=7, sy in 1usize..=3, sx in 1usize..=3,
-        py in 0usize..=2, px in 0usize..=3, relu: bool, seed in 0u64..10_000,
+        py in 0usize..=2, px in 0usize..=3, act in activation(), seed in 0u64..10_000,
     ) {
         let p = Conv2dParams {
             in_channels: c, out_channels: k, kernel: (kh, kw),
-            stride: (sy, sx), padding: (py, px), relu,
+            stride: (sy, sx), padding: (py, px), act,
         };
         let input = Shape::new(c, h, w);
         prop_assume!(p.out_shape(input).is_ok());
@@ -97,10 +98,10 @@ proptest! {
     #[test]
     fn winograd_shapes_match_naive(
         c in 1usize..=24, k in 1usize..=24, h in 1usize..=19, w in 1usize..=19,
-        five: bool, padding in 0usize..=2, relu: bool, seed in 0u64..10_000,
+        five: bool, padding in 0usize..=2, act in activation(), seed in 0u64..10_000,
     ) {
         let kernel = if five { 5 } else { 3 };
-        let p = Conv2dParams::new(c, k, kernel, 1, padding.min(kernel / 2)).with_relu(relu);
+        let p = Conv2dParams::new(c, k, kernel, 1, padding.min(kernel / 2)).with_act(act);
         let input = Shape::new(c, h, w);
         prop_assume!(p.out_shape(input).is_ok());
         let (conv, x) = random_conv(p, input, seed);
@@ -241,7 +242,8 @@ fn bit_identical_for_every_width() {
     }
 }
 
-/// A fused residual add gives the bits of the conv followed by the add (and ReLU).
+/// A fused residual add gives the bits of the conv followed by the add (and the
+/// activation layer), for ReLU, ReLU6 and a leaky ReLU.
 #[test]
 fn fused_residual_equals_conv_then_add() {
     for (p, input) in [
@@ -250,7 +252,13 @@ fn fused_residual_equals_conv_then_add() {
     ] {
         let (conv, x) = random_conv(p, input, 3);
         let r = random_vec(conv.out_shape().len(), 4);
-        for relu in [false, true] {
+        let acts = [
+            Activation::None,
+            Activation::Relu,
+            Activation::RELU6,
+            Activation::LeakyRelu { slope: 0.1 },
+        ];
+        for act in acts {
             for plain in variants(&conv) {
                 let fused = plain.clone().with_residual(true);
                 let plain = Conv2d::build(
@@ -263,29 +271,73 @@ fn fused_residual_equals_conv_then_add() {
                 )
                 .unwrap();
                 let y = plain.forward(&[&x], &mut Scratch::new());
-                let add = crate::Add::new(conv.out_shape(), relu);
-                let want = add.forward(&[&y, &r], &mut Scratch::new());
-                let fused_relu = Conv2d {
-                    params: p.with_relu(relu),
+                let add = crate::Add::new(conv.out_shape(), act == Activation::Relu);
+                let mut want = add.forward(&[&y, &r], &mut Scratch::new());
+                if act != Activation::Relu {
+                    want =
+                        Activate::new(conv.out_shape(), act).forward(&[&want], &mut Scratch::new());
+                }
+                let fused_act = Conv2d {
+                    params: p.with_act(act),
                     ..fused
                 };
-                let got = fused_relu.forward(&[&x, &r], &mut Scratch::new());
-                let what = format!("{} {} relu {relu}", plain.algo().name(), plain.isa());
+                let got = fused_act.forward(&[&x, &r], &mut Scratch::new());
+                let what = format!("{} {} {act:?}", plain.algo().name(), plain.isa());
                 assert_eq!(bits(&got), bits(&want), "{what}");
-                assert_bit_identical(&fused_relu, &[&x, &r]);
+                assert_bit_identical(&fused_act, &[&x, &r]);
                 // Run without the residual input, on an output that holds it: the same
                 // bits, chunk by chunk.
-                if fused_relu.in_place_input() {
+                if fused_act.in_place_input() {
                     let mut own = r.clone();
-                    for chunk in 0..fused_relu.chunks() {
-                        let range = fused_relu.chunk_range(chunk);
+                    for chunk in 0..fused_act.chunks() {
+                        let range = fused_act.chunk_range(chunk);
                         let out = &mut own[range];
-                        fused_relu.compute_chunk(&[&x], chunk, out, &mut Scratch::new());
+                        fused_act.compute_chunk(&[&x], chunk, out, &mut Scratch::new());
                     }
                     assert_eq!(bits(&own), bits(&want), "{what} in place");
                 }
             }
         }
+    }
+}
+
+/// A fused activation gives the bits of the conv followed by the activation layer
+/// ([`Activate`]), for each of [`ACTIVATIONS`], on every algorithm (direct with one and
+/// several `kc` blocks, pointwise, a windowed first conv, Winograd F(4×4), F(2×2) and
+/// F(2×2, 5×5)) and ISA, with NaN, ±∞ and −0.0 in the input; and the fused layer's bits
+/// are the same at every gang width.
+#[test]
+fn fused_activation_equals_conv_then_activation() {
+    for (p, input) in [
+        (Conv2dParams::new(40, 20, 3, 1, 1), Shape::new(40, 14, 13)),
+        (Conv2dParams::new(12, 20, 3, 1, 0), Shape::new(12, 11, 9)),
+        (Conv2dParams::new(24, 36, 1, 1, 0), Shape::new(24, 9, 7)),
+        (Conv2dParams::new(3, 12, 7, 2, 3), Shape::new(3, 20, 18)),
+        (Conv2dParams::new(16, 20, 5, 1, 2), Shape::new(16, 15, 15)),
+    ] {
+        let (conv, mut x) = random_conv(p, input, 21);
+        sprinkle_specials(&mut x, 97, 22);
+        let mut algos = std::collections::HashSet::new();
+        for plain in variants(&conv) {
+            algos.insert(plain.algo());
+            let y = plain.forward(&[&x], &mut Scratch::new());
+            for act in ACTIVATIONS {
+                let want = Activate::new(conv.out_shape(), act).forward(&[&y], &mut Scratch::new());
+                let fused = Conv2d {
+                    params: p.with_act(act),
+                    ..plain.clone()
+                };
+                let got = fused.forward(&[&x], &mut Scratch::new());
+                let what = format!("{p:?} {} {} {act:?}", plain.algo().name(), plain.isa());
+                assert_eq!(bits(&got), bits(&want), "{what}");
+            }
+            let leaky = Conv2d {
+                params: p.with_act(Activation::LeakyRelu { slope: 0.1 }),
+                ..plain
+            };
+            assert_bit_identical(&leaky, &[&x]);
+        }
+        assert!(algos.contains(&ConvAlgo::Direct));
     }
 }
 
@@ -340,7 +392,7 @@ fn conv_propagates_nan_and_inf() {
         sprinkle_specials(&mut x, 90, 6);
         let want = naive::conv2d(&p, input, &x, conv.weights(), conv.bias());
         let scale = naive::conv2d(
-            &p.with_relu(false),
+            &p.with_act(Activation::None),
             input,
             &abs(&x),
             &abs(conv.weights()),
@@ -364,14 +416,19 @@ fn conv_propagates_nan_and_inf() {
             .unwrap()
             .with_residual(true)
         };
-        let res_want: Vec<f32> =
-            naive::conv2d(&p.with_relu(false), input, &clean, conv.weights(), &bias)
-                .iter()
-                .zip(&r)
-                .map(|(y, r)| naive::relu(y + r))
-                .collect();
+        let res_want: Vec<f32> = naive::conv2d(
+            &p.with_act(Activation::None),
+            input,
+            &clean,
+            conv.weights(),
+            &bias,
+        )
+        .iter()
+        .zip(&r)
+        .map(|(y, r)| naive::relu(y + r))
+        .collect();
         let res_scale: Vec<f32> = naive::conv2d(
-            &p.with_relu(false),
+            &p.with_act(Activation::None),
             input,
             &abs(&clean),
             &abs(conv.weights()),

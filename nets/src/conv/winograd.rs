@@ -10,9 +10,9 @@
 //! The weights `U = G g Gᵀ` are transformed in f64 and packed, one [`PackedA`] per ξ, at
 //! build; a block's input transform `V = Bᵀ d B` is packed straight into the GEMM's column
 //! panels (tiles along the panel), and the output transform applies bias, residual and
-//! ReLU as it stores. Every tiling runs the same code, generic over `m` and `t`. The input
-//! transform `Bᵀ` depends only on the points, so F(2×2, 5×5) shares F(4×4, 3×3)'s; its
-//! `Aᵀ` is F(4×4)'s first two rows, the point at ∞ moved to the second.
+//! the activation as it stores. Every tiling runs the same code, generic over `m` and `t`.
+//! The input transform `Bᵀ` depends only on the points, so F(2×2, 5×5) shares F(4×4,
+//! 3×3)'s; its `Aᵀ` is F(4×4)'s first two rows, the point at ∞ moved to the second.
 //!
 //! # Blocks
 //! A block is whole rows of tiles, so its output is a contiguous run of each channel
@@ -65,7 +65,7 @@
 use std::ops::Range;
 
 use super::{Conv2dParams, Engine, TwoStep};
-use crate::activation;
+use crate::activation::with_activation;
 use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
 use crate::simd::{Kernels, MatMut, Residual};
@@ -472,7 +472,7 @@ impl Engine for Winograd {
             let e = BlockEpilogue {
                 bias: &epilogue.bias[s0..s0 + n],
                 residual: epilogue.residual.sub(s0, 0, n, out.cols()),
-                relu: epilogue.relu,
+                act: epilogue.act,
             };
             let mut dst = out.sub(s0, 0, n, out.cols());
             let m = Products {
@@ -914,10 +914,6 @@ fn output_tiles<const M: usize, const T: usize>(
     let (xs, orow) = rest.split_at_mut(4 * padded);
     for ch in 0..n {
         let bias = e.bias[ch];
-        let with_residual = |y: f32, r: f32| {
-            let v = (y + bias) + r;
-            if e.relu { activation::relu(v) } else { v }
-        };
         let dst = out.row_mut(ch);
         // Along y for every tile of the block: q[ii][jj][t] = Aᵀ[ii] · m[·][jj][t].
         for jj in 0..T {
@@ -950,26 +946,25 @@ fn output_tiles<const M: usize, const T: usize>(
                 let at = (oy - oy0) * g.ow;
                 let d = &mut dst[at..at + g.ow];
                 let y = &row[..g.ow];
+                // One match on the activation per row: each arm's loop vectorises.
                 match e.residual {
                     Residual::From(r) => {
                         let r = &r.row(ch)[at..at + g.ow];
-                        for ((d, &y), &r) in d.iter_mut().zip(y).zip(r) {
-                            *d = with_residual(y, r);
-                        }
+                        with_activation!(e.act, |act| {
+                            for ((d, &y), &r) in d.iter_mut().zip(y).zip(r) {
+                                *d = act((y + bias) + r);
+                            }
+                        });
                     }
                     // The output holds the residual: read each element, then overwrite it.
-                    Residual::InPlace => d
-                        .iter_mut()
-                        .zip(y)
-                        .for_each(|(d, &y)| *d = with_residual(y, *d)),
-                    Residual::None if !e.relu => {
-                        d.iter_mut().zip(y).for_each(|(d, &y)| *d = y + bias);
-                    }
-                    Residual::None => {
+                    Residual::InPlace => with_activation!(e.act, |act| {
                         d.iter_mut()
                             .zip(y)
-                            .for_each(|(d, &y)| *d = activation::relu(y + bias));
-                    }
+                            .for_each(|(d, &y)| *d = act((y + bias) + *d));
+                    }),
+                    Residual::None => with_activation!(e.act, |act| {
+                        d.iter_mut().zip(y).for_each(|(d, &y)| *d = act(y + bias));
+                    }),
                 }
             }
         }

@@ -3,7 +3,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::cache::CacheSizes;
 use crate::simd::{Isa, Kernels, MatRef, Residual};
-use crate::test_util::{bits, proptest_config, random_vec};
+use crate::test_util::{activation, bits, proptest_config, random_vec};
 
 /// Packs row-major `b` (`kdim × cols`) into panels.
 fn pack_b(b: &[f32], kdim: usize, cols: usize, nr: usize) -> Vec<f32> {
@@ -30,7 +30,7 @@ proptest! {
     #[test]
     fn blocked_gemm_matches_reference(
         m in 1usize..40, n in 1usize..70, kdim in 1usize..300, first in 0usize..30,
-        relu: bool, residual: bool, seed in 0u64..1000,
+        act in activation(), residual: bool, seed in 0u64..1000,
     ) {
         for isa in Isa::available() {
             let mut results = Vec::new();
@@ -52,7 +52,7 @@ proptest! {
                     } else {
                         Residual::None
                     },
-                    relu,
+                    act,
                 };
                 gemm(k, &blocking, &pa, rows.clone(), &pb, &mut MatMut::from_slice(&mut c, n, rows.len(), n), Some(&e));
                 if residual && kdim <= blocking.kc {
@@ -67,7 +67,7 @@ proptest! {
                         let mut v: f64 = (0..kdim).map(|p| f64::from(a[r * kdim + p]) * f64::from(b[p * n + j])).sum();
                         v += f64::from(bias[r]);
                         if residual { v += f64::from(res[r * n + j]); }
-                        if relu && v < 0.0 { v = 0.0; }
+                        v = f64::from(crate::naive::activate(act, v as f32));
                         let got = f64::from(c[ri * n + j]);
                         prop_assert!((got - v).abs() <= 1e-5 * (kdim as f64 + 2.0), "{k}: ({r},{j}) {got} vs {v}");
                     }
@@ -95,7 +95,7 @@ fn an_in_place_residual_needs_one_kc_block() {
     let e = BlockEpilogue {
         bias: &[0.0; 64][..k.mr],
         residual: Residual::InPlace,
-        relu: false,
+        act: Activation::None,
     };
     let mut view = MatMut::from_slice(&mut c, k.nr, k.mr, k.nr);
     gemm(k, &blocking, &pa, 0..k.mr, &pb, &mut view, Some(&e));

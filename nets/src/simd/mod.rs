@@ -24,6 +24,7 @@ use std::ops::Range;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
+use crate::activation::Activation;
 use crate::conv::depthwise::Channels;
 use crate::conv::winograd::{Geometry, Products};
 use crate::gemm::BlockEpilogue;
@@ -338,7 +339,8 @@ pub(crate) struct RawTile {
     pub(crate) bias: *const f32,
     pub(crate) residual: *const f32,
     pub(crate) ldr: usize,
-    pub(crate) relu: bool,
+    /// Applied after the bias and the residual; like them, only where `bias` is not null.
+    pub(crate) act: Activation,
 }
 
 impl RawTile {
@@ -376,7 +378,7 @@ impl RawTile {
             bias: epilogue.map_or(std::ptr::null(), |e| e.bias.as_ptr()),
             residual,
             ldr,
-            relu: epilogue.is_some_and(|e| e.relu),
+            act: epilogue.map_or(Activation::None, |e| e.act),
         }
     }
 }
@@ -418,17 +420,18 @@ pub struct Kernels {
 }
 
 /// The last-`kc`-block epilogue, applied in registers before the store: per row
-/// `v = acc + bias[row]`, then `v += residual` if any, then `v = max(v, 0)` if `relu`.
-/// The order is fixed so that a fused layer gives the bits of the unfused chain
-/// (conv with bias, then residual add, then ReLU).
+/// `v = acc + bias[row]`, then `v += residual` if any, then `v = act(v)`. The order is
+/// fixed, and every ISA computes [`Activation::apply`]'s bits, so that a fused layer gives
+/// the bits of the unfused chain (conv with bias, then residual add, then the activation
+/// layer). The kernels match on `act` once per tile, not per element.
 #[derive(Clone, Copy, Debug)]
 pub struct Epilogue<'a> {
     /// One value per row of the tile.
     pub bias: &'a [f32],
     /// What to add (ResNet's shortcut), if anything.
     pub residual: Residual<'a>,
-    /// Clamp at zero.
-    pub relu: bool,
+    /// The activation (ReLU, clip, leaky ReLU), if any.
+    pub act: Activation,
 }
 
 /// Where a fused residual add finds its operand.
@@ -527,7 +530,9 @@ impl Kernels {
         };
         let cols = cols - lane_cols;
         if let (Some(kernel), true) = (self.gemm_cols, lane_cols > 0) {
-            let raw = RawTile::new(kc, a, a_step, &b[cols..], c, cols, accumulate, epilogue);
+            // An empty reduction (`kc = 0`) may come with an empty B, which it never reads.
+            let b = &b[cols.min(b.len())..];
+            let raw = RawTile::new(kc, a, a_step, b, c, cols, accumulate, epilogue);
             // SAFETY: as for the tiles below, for columns `cols..cols + lane_cols` of `c`,
             // B's panel and the residual (all inside the `≤ NR` columns checked); `a`
             // holds `lane_span` floats from the last panel's last `k` step (checked).
@@ -572,7 +577,7 @@ impl Kernels {
                 } else {
                     Residual::None
                 },
-                relu: e.relu,
+                act: e.act,
             });
             let mut local = MatMut::from_slice(tile, nr, h, nr);
             let a = &a[p * a_step..];

@@ -25,14 +25,30 @@ fn zero() -> float32x4_t {
 }
 
 /// `if a > b { a } else { b }` lane by lane: x86 `max_ps`'s rule, which the template's
-/// ReLU (`max(zero, v)`) relies on. `vmaxq_f32` propagates NaN too, but returns `+0.0` for
-/// `max(+0.0, −0.0)`, so ReLU(−0.0) would be `+0.0` here and `−0.0` on x86 and the portable
-/// path; a compare and a select keep every path's bits equal (one instruction more per
+/// ReLU (`max(zero, v)`) and clip rely on. `vmaxq_f32` propagates NaN too, but returns
+/// `+0.0` for `max(+0.0, −0.0)`, so ReLU(−0.0) would be `+0.0` here and `−0.0` on x86 and
+/// the portable path; a compare and a select keep every path's bits equal (one instruction more per
 /// vector than `vmaxq_f32`, in the epilogue only, not in the `k` loop).
 #[target_feature(enable = "neon")]
 #[inline]
 fn max(a: float32x4_t, b: float32x4_t) -> float32x4_t {
     vbslq_f32(vcgtq_f32(a, b), a, b)
+}
+
+/// `if a < b { a } else { b }` lane by lane: x86 `min_ps`'s rule, for the template's clip
+/// (`min(max, max(min, v))`); `vminq_f32` differs on NaN and zeros as `vmaxq_f32` does.
+#[target_feature(enable = "neon")]
+#[inline]
+fn min(a: float32x4_t, b: float32x4_t) -> float32x4_t {
+    vbslq_f32(vcltq_f32(a, b), a, b)
+}
+
+/// Leaky ReLU, `v ≥ 0 ? v : slope · v` lane by lane (the template's `$leaky`): `vcgeq_f32`
+/// is false for NaN, which then takes `slope · v`, as the scalar rule does.
+#[target_feature(enable = "neon")]
+#[inline]
+fn leaky(v: float32x4_t, slope: float32x4_t) -> float32x4_t {
+    vbslq_f32(vcgeq_f32(v, vdupq_n_f32(0.0)), v, vmulq_f32(slope, v))
 }
 
 /// The template's `$prefetch`: nothing (`core::arch::aarch64::_prefetch` is not stable
@@ -68,8 +84,8 @@ pub(super) unsafe fn interleave(xs: &[f32], m: usize, n: usize, row: &mut [f32])
 isa_kernels!(
     mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
     zero = zero, load = vld1q_f32, store = vst1q_f32, set1 = vdupq_n_f32,
-    fma = fma, add = vaddq_f32, max = max, prefetch = prefetch, interleave = interleave,
-    max_3x3_s2 = None
+    fma = fma, add = vaddq_f32, max = max, min = min, leaky = leaky, prefetch = prefetch,
+    interleave = interleave, max_3x3_s2 = None
 );
 
 pub(super) static NEON: Kernels = table!(Isa::Neon, neon, 8, 3);

@@ -8,6 +8,7 @@
 use std::ops::Range;
 
 use super::{Isa, Kernels, MatMut, RawTile};
+use crate::activation::with_activation;
 use crate::conv::winograd::{self, Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
@@ -142,10 +143,12 @@ unsafe fn tile(t: &RawTile, r0: usize, rows: usize, a: *const f32) {
                     unsafe { std::slice::from_raw_parts(t.residual.add((r0 + i) * t.ldr), NR) };
                 r.iter_mut().zip(res).for_each(|(v, x)| *v += x);
             }
-            if t.relu {
-                r.iter_mut().for_each(|v| *v = crate::activation::relu(*v));
-            }
         }
+        with_activation!(t.act, |act| {
+            for r in acc.iter_mut().take(rows) {
+                r.iter_mut().for_each(|v| *v = act(*v));
+            }
+        });
     }
     for (i, r) in acc.iter().enumerate().take(rows) {
         // SAFETY: see `row`; writable and aliasing nothing (the contract).

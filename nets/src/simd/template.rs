@@ -31,15 +31,56 @@
 /// (module docs).
 pub(crate) const PREFETCH_AHEAD: usize = 1024;
 
+/// Evaluates `$body` with `$f` bound to the activation `$act` on one vector of type `$v`
+/// (`|$f| $body`), built from the ISA's operations `($v, $zero, $set1, $max, $min,
+/// $leaky)` of [`isa_kernels!`], or nothing for
+/// [`Activation::None`](crate::Activation::None). One match per tile: the body's loop over
+/// the accumulators then has no branch on the kind. Each arm computes
+/// [`Activation::apply`](crate::Activation::apply)'s rule lane by lane (see
+/// [`isa_kernels!`] for what the operations must be):
+/// - ReLU `$max(zero, v)`;
+/// - clip `$min(max, $max(min, v))`;
+/// - leaky ReLU `$leaky(v, slope)`.
+macro_rules! with_vector_activation {
+    (
+        $act:expr, ($v:ty, $zero:ident, $set1:ident, $max:ident, $min:ident, $leaky:ident),
+        |$f:ident| $body:expr
+    ) => {
+        match $act {
+            $crate::Activation::None => {}
+            $crate::Activation::Relu => {
+                let zero = $zero();
+                let $f = |v: $v| $max(zero, v);
+                $body
+            }
+            $crate::Activation::Clip { min: lo, max: hi } => {
+                let (lo, hi) = ($set1(lo), $set1(hi));
+                let $f = |v: $v| $min(hi, $max(lo, v));
+                $body
+            }
+            $crate::Activation::LeakyRelu { slope } => {
+                let slope = $set1(slope);
+                let $f = |v: $v| $leaky(v, slope);
+                $body
+            }
+        }
+    };
+}
+
 /// Generates one ISA's kernels in a module `$m`. `$v` is the vector type, `$lanes` its
 /// width, `$chains` the FMA probe's independent chains, and the rest the intrinsics of
 /// that width (`$fma(a, b, c)` is `a·b + c`). The module sees its parent's imports.
 ///
-/// `$max(a, b)` must be, lane by lane, exactly `if a > b { a } else { b }`: x86 `max_ps`,
-/// which returns its *second* operand when either is NaN or both are zero. The epilogue's
-/// ReLU is `$max(zero, v)`, so a NaN `v` stays NaN, `−0.0` stays `−0.0` and the bits are
-/// those of [`crate::activation::relu`] on every path (`$max(v, zero)` would turn NaN
-/// into 0).
+/// The epilogue's activation takes three operations, each of which must give exactly the
+/// bits of [`crate::Activation::apply`]'s scalar rule on every path:
+/// - `$max(a, b)` is, lane by lane, `if a > b { a } else { b }`: x86 `max_ps`, which
+///   returns its *second* operand when either is NaN or both are zero. ReLU is
+///   `$max(zero, v)`, so a NaN `v` stays NaN and `−0.0` stays `−0.0` (`$max(v, zero)` would
+///   turn NaN into 0);
+/// - `$min(a, b)` is `if a < b { a } else { b }` (x86 `min_ps`): clip is
+///   `$min(max, $max(min, v))`, the scalar `x = min > v ? min : v; max < x ? max : x`;
+/// - `$leaky(v, slope)` is `v ≥ 0 ? v : slope · v` by an ordered compare and a blend, so
+///   a NaN `v` takes `slope · v` (NaN) and `−0.0` stays.
 ///
 /// `$prefetch(p)` hints that the cache line at `p` will be read soon; `p` may point
 /// anywhere (it is never dereferenced).
@@ -53,8 +94,9 @@ macro_rules! isa_kernels {
     (
         mod $m:ident, feature = $feat:literal, $v:ty, lanes = $lanes:literal, chains = $chains:literal,
         zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
-        fma = $fma:ident, add = $add:ident, max = $max:ident, prefetch = $prefetch:ident,
-        interleave = $interleave:ident, max_3x3_s2 = $max3:expr
+        fma = $fma:ident, add = $add:ident, max = $max:ident, min = $min:ident,
+        leaky = $leaky:ident, prefetch = $prefetch:ident, interleave = $interleave:ident,
+        max_3x3_s2 = $max3:expr
     ) => {
         pub(super) mod $m {
             use super::*;
@@ -175,7 +217,6 @@ macro_rules! isa_kernels {
                         }
                     }
                     if !t.bias.is_null() {
-                        let zero = $zero();
                         for (i, row) in acc.iter_mut().enumerate() {
                             let bias = $set1(*t.bias.add(r0 + i));
                             for (j, v) in row.iter_mut().enumerate() {
@@ -184,11 +225,19 @@ macro_rules! isa_kernels {
                                     let r = t.residual.add((r0 + i) * t.ldr + j * LANES);
                                     *v = $add(*v, $load(r));
                                 }
-                                if t.relu {
-                                    *v = $max(zero, *v);
-                                }
                             }
                         }
+                        with_vector_activation!(
+                            t.act,
+                            ($v, $zero, $set1, $max, $min, $leaky),
+                            |act| {
+                                for row in acc.iter_mut() {
+                                    for v in row.iter_mut() {
+                                        *v = act(*v);
+                                    }
+                                }
+                            }
+                        );
                     }
                     for (i, row) in acc.iter().enumerate() {
                         for (j, v) in row.iter().enumerate() {
@@ -202,9 +251,9 @@ macro_rules! isa_kernels {
             }
 
             /// The epilogue and store of [`tile`]'s `X` extra columns, rows `r0..r0 + R`
-            /// in the lanes: bias, residual and ReLU in the tile's order. [`lane_group`]'s
-            /// epilogue does the same for its columns; one function shared by both was not
-            /// inlined into `lane_group` (`#[inline(always)]` is refused on a
+            /// in the lanes: bias, residual and activation in the tile's order.
+            /// [`lane_group`]'s epilogue does the same for its columns; one function shared
+            /// by both was not inlined into `lane_group` (`#[inline(always)]` is refused on a
             /// `#[target_feature]` function), and the calls cost ResNet50 1.3 ms a frame at
             /// width 1 (`frame --profile`, five interleaved rounds), so each keeps its own.
             ///
@@ -216,32 +265,37 @@ macro_rules! isa_kernels {
                 t: &RawTile,
                 r0: usize,
                 x0: usize,
-                extra: [$v; X],
+                mut extra: [$v; X],
             ) {
                 let mut lanes = [0.0f32; LANES];
                 // SAFETY: rows `r0..r0 + R` of `c`, the bias and the residual exist, with
                 // columns `x0..x0 + X` (the contract).
                 unsafe {
-                    let bias = (!t.bias.is_null()).then(|| {
+                    if !t.bias.is_null() {
                         for (i, l) in lanes.iter_mut().enumerate().take(R) {
                             *l = *t.bias.add(r0 + i);
                         }
-                        $load(lanes.as_ptr())
-                    });
-                    for (x, &v) in extra.iter().enumerate() {
-                        let mut v = v;
-                        if let Some(bias) = bias {
-                            v = $add(v, bias);
+                        let bias = $load(lanes.as_ptr());
+                        for (x, v) in extra.iter_mut().enumerate() {
+                            *v = $add(*v, bias);
                             if !t.residual.is_null() {
                                 for (i, l) in lanes.iter_mut().enumerate().take(R) {
                                     *l = *t.residual.add((r0 + i) * t.ldr + x0 + x);
                                 }
-                                v = $add(v, $load(lanes.as_ptr()));
-                            }
-                            if t.relu {
-                                v = $max($zero(), v);
+                                *v = $add(*v, $load(lanes.as_ptr()));
                             }
                         }
+                        with_vector_activation!(
+                            t.act,
+                            ($v, $zero, $set1, $max, $min, $leaky),
+                            |act| {
+                                for v in extra.iter_mut() {
+                                    *v = act(*v);
+                                }
+                            }
+                        );
+                    }
+                    for (x, &v) in extra.iter().enumerate() {
                         $store(lanes.as_mut_ptr(), v);
                         for (i, &l) in lanes.iter().enumerate().take(R) {
                             *t.c.add((r0 + i) * t.ldc + x0 + x) = l;
@@ -350,34 +404,37 @@ macro_rules! isa_kernels {
                                 }
                             }
                         }
-                        for (g, row) in acc.iter().enumerate() {
+                        for (g, row) in acc.iter_mut().enumerate() {
                             if g > 0 && qs[g] == qs[g - 1] {
                                 break;
                             }
                             let (r0, n) = (first_row(qs[g]), lanes_of(qs[g]));
-                            let bias = if t.bias.is_null() {
-                                None
-                            } else {
+                            if !t.bias.is_null() {
                                 lanes = [0.0; LANES];
                                 for (i, l) in lanes.iter_mut().enumerate().take(n) {
                                     *l = *t.bias.add(r0 + i);
                                 }
-                                Some($load(lanes.as_ptr()))
-                            };
-                            for (j, &v) in row.iter().enumerate() {
-                                let mut v = v;
-                                if let Some(bias) = bias {
-                                    v = $add(v, bias);
+                                let bias = $load(lanes.as_ptr());
+                                for (j, v) in row.iter_mut().enumerate() {
+                                    *v = $add(*v, bias);
                                     if !t.residual.is_null() {
                                         for (i, l) in lanes.iter_mut().enumerate().take(n) {
                                             *l = *t.residual.add((r0 + i) * t.ldr + j0 + j);
                                         }
-                                        v = $add(v, $load(lanes.as_ptr()));
-                                    }
-                                    if t.relu {
-                                        v = $max($zero(), v);
+                                        *v = $add(*v, $load(lanes.as_ptr()));
                                     }
                                 }
+                                with_vector_activation!(
+                                    t.act,
+                                    ($v, $zero, $set1, $max, $min, $leaky),
+                                    |act| {
+                                        for v in row.iter_mut() {
+                                            *v = act(*v);
+                                        }
+                                    }
+                                );
+                            }
+                            for (j, &v) in row.iter().enumerate() {
                                 $store(lanes.as_mut_ptr(), v);
                                 for (i, &l) in lanes.iter().enumerate().take(n) {
                                     *t.c.add((r0 + i) * t.ldc + j0 + j) = l;

@@ -4,7 +4,9 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::test_util::{bits, proptest_config, random_vec, sprinkle_specials};
+use crate::test_util::{
+    ACTIVATIONS, activation, bits, proptest_config, random_vec, same_bits, sprinkle_specials,
+};
 
 fn tables() -> Vec<&'static Kernels> {
     Isa::available()
@@ -16,7 +18,40 @@ fn tables() -> Vec<&'static Kernels> {
         .collect()
 }
 
-/// `C = A·B (+ C0) + bias + residual`, relu, in f64, for packed panels.
+/// `act` in f64, by the rules of [`Activation::apply`] (NaN compares false, so it stays).
+fn act_f64(act: Activation, v: f64) -> f64 {
+    match act {
+        Activation::None => v,
+        Activation::Relu => {
+            if v < 0.0 {
+                0.0
+            } else {
+                v
+            }
+        }
+        Activation::Clip { min, max } => {
+            let x = if f64::from(min) > v {
+                f64::from(min)
+            } else {
+                v
+            };
+            if f64::from(max) < x {
+                f64::from(max)
+            } else {
+                x
+            }
+        }
+        Activation::LeakyRelu { slope } => {
+            if v >= 0.0 {
+                v
+            } else {
+                f64::from(slope) * v
+            }
+        }
+    }
+}
+
+/// `C = A·B (+ C0) + bias + residual`, then `act`, in f64, for packed panels.
 #[allow(clippy::too_many_arguments)]
 fn reference(
     k: &Kernels,
@@ -26,7 +61,7 @@ fn reference(
     c0: Option<&[f32]>,
     bias: &[f32],
     res: Option<&[f32]>,
-    relu: bool,
+    act: Activation,
 ) -> Vec<f64> {
     let (mr, nr) = (k.mr, k.nr);
     let mut out = vec![0.0f64; mr * nr];
@@ -41,7 +76,7 @@ fn reference(
                 v += f64::from(r[i * nr + j]);
             }
             // ReLU keeps NaN (and −0.0): `v.max(0.0)` would drop NaN.
-            out[i * nr + j] = if relu && v < 0.0 { 0.0 } else { v };
+            out[i * nr + j] = act_f64(act, v);
         }
     }
     out
@@ -114,7 +149,7 @@ proptest! {
     /// tile on a copy). (Shorter reductions under Miri, which interprets every FMA.)
     #[test]
     fn gemm_tiles_match_reference(
-        kc in 0usize..if cfg!(miri) { 12 } else { 70 }, accumulate: bool, relu: bool, residual: bool, padded: bool,
+        kc in 0usize..if cfg!(miri) { 12 } else { 70 }, accumulate: bool, act in activation(), residual: bool, padded: bool,
         panels in 1usize..4, rows_cut in 0usize..16, cols_cut in 0usize..64, seed in 0u64..1000,
     ) {
         for k in tables() {
@@ -129,7 +164,7 @@ proptest! {
             let e = Epilogue {
                 bias: &bias,
                 residual: if residual { Residual::From(MatRef::from_slice(&res, nr, m, nr)) } else { Residual::None },
-                relu,
+                act,
             };
             let mut full = c0.clone();
             k.gemm(kc, &a, kc * mr, &b, &mut MatMut::from_slice(&mut full, nr, m, nr), accumulate, Some(&e));
@@ -137,7 +172,7 @@ proptest! {
                 let want = reference(
                     k, kc, &a[p * kc * mr..], &b,
                     accumulate.then_some(&c0[p * mr * nr..]), &bias[p * mr..],
-                    residual.then_some(&res[p * mr * nr..]), relu,
+                    residual.then_some(&res[p * mr * nr..]), act,
                 );
                 for (i, (&g, &w)) in full[p * mr * nr..(p + 1) * mr * nr].iter().zip(&want).enumerate() {
                     let bound = 1e-5 * (kc as f64 + 3.0);
@@ -189,7 +224,7 @@ proptest! {
     /// `c` written.
     #[test]
     fn extra_columns_have_the_bits_of_their_own_panel(
-        kc in 1usize..40, accumulate: bool, relu: bool, residual: bool, in_place: bool,
+        kc in 1usize..40, accumulate: bool, act in activation(), residual: bool, in_place: bool,
         rows in 1usize..40, x in 1usize..5, gap in 0usize..3, seed in 0u64..1000,
     ) {
         for k in tables().into_iter().filter(|k| x <= k.extra_cols()) {
@@ -201,7 +236,7 @@ proptest! {
             let (c0, res) = (random_vec(rows * w, seed + 2), random_vec(rows * w, seed + 3));
             let bias = random_vec(rows, seed + 4);
             let (residual, in_place) = residual_case(&res, rows, w, residual, in_place, accumulate);
-            let e = Epilogue { bias: &bias, residual, relu };
+            let e = Epilogue { bias: &bias, residual, act };
             let start = if in_place { &res } else { &c0 };
             // Apart: the panel, then the extra columns as a panel of their own.
             let mut want = start.clone();
@@ -230,7 +265,7 @@ proptest! {
     /// distance apart and C inside a wider output (columns past it untouched).
     #[test]
     fn panels_in_one_call_have_the_bits_of_one_call_each(
-        kc in 0usize..if cfg!(miri) { 8 } else { 40 }, accumulate: bool, relu: bool,
+        kc in 0usize..if cfg!(miri) { 8 } else { 40 }, accumulate: bool, act in activation(),
         residual: bool, in_place: bool, rows in 1usize..30, panels in 1usize..4,
         gap in 0usize..3, seed in 0u64..1000,
     ) {
@@ -243,7 +278,7 @@ proptest! {
             let (c0, res) = (random_vec(rows * w, seed + 2), random_vec(rows * w, seed + 3));
             let bias = random_vec(rows, seed + 4);
             let (residual, in_place) = residual_case(&res, rows, w, residual, in_place, accumulate);
-            let e = Epilogue { bias: &bias, residual, relu };
+            let e = Epilogue { bias: &bias, residual, act };
             let start = if in_place { &res } else { &c0 };
             let a_step = kc * mr;
             // One call per panel.
@@ -421,7 +456,7 @@ fn gemm_epilogue_propagates_nan_and_inf() {
                     } else {
                         Residual::None
                     },
-                    relu: true,
+                    act: Activation::Relu,
                 };
                 let want: Vec<Vec<f64>> = (0..panels)
                     .map(|p| {
@@ -433,7 +468,7 @@ fn gemm_epilogue_propagates_nan_and_inf() {
                             accumulate.then_some(&c0[p * mr * nr..]),
                             &bias[p * mr..],
                             residual.then_some(&res[p * mr * nr..]),
-                            true,
+                            Activation::Relu,
                         )
                     })
                     .collect();
@@ -470,11 +505,12 @@ fn gemm_epilogue_propagates_nan_and_inf() {
     }
 }
 
-/// ReLU of −0.0 is −0.0 and of a negative value +0.0, on every table and through every
-/// column count (`kc = 0` accumulating into C makes `v = C + bias` exactly): the rule of
-/// [`crate::activation::relu`], bit for bit, whichever ISA computes it.
+/// Every activation of [`ACTIVATIONS`] on NaN, ±∞, ±0.0 and values on both sides of
+/// every bound, on every table and through every column count (`kc = 0` accumulating
+/// into C makes `v = C + bias` exactly): the bits of [`Activation::apply`], whichever ISA
+/// and kernel computes it. So ReLU of −0.0 is −0.0 and of a negative value +0.0.
 #[test]
-fn relu_bits_are_the_same_on_every_path() {
+fn activation_bits_are_the_same_on_every_path() {
     let values = [
         -0.0f32,
         0.0,
@@ -483,35 +519,228 @@ fn relu_bits_are_the_same_on_every_path() {
         f32::NAN,
         f32::INFINITY,
         f32::NEG_INFINITY,
+        6.0,
+        7.5,
+        0.25,
+        0.3,
+        -0.5,
+        -0.7,
+        1.0,
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
     ];
     for k in tables() {
         let (mr, nr) = (k.mr, k.nr);
         let m = 2 * mr;
         let c0: Vec<f32> = (0..m * nr).map(|i| values[i % values.len()]).collect();
         let bias = vec![-0.0f32; m];
+        let (a, b) = (vec![0.0f32; MAX_LANES], vec![0.0f32; nr]);
+        let widths: Vec<usize> = if cfg!(miri) {
+            vec![1, nr / 2 + 1, nr]
+        } else {
+            (1..=nr).collect()
+        };
+        for act in ACTIVATIONS {
+            let e = Epilogue {
+                bias: &bias,
+                residual: Residual::None,
+                act,
+            };
+            for &cols in &widths {
+                let mut c = c0.clone();
+                let mut view = MatMut::from_slice(&mut c, nr, m, cols);
+                k.gemm(0, &a, 0, &b, &mut view, true, Some(&e));
+                for i in 0..m {
+                    for j in 0..cols {
+                        let (g, x) = (c[i * nr + j], c0[i * nr + j]);
+                        let want = act.apply(x + -0.0);
+                        assert!(
+                            same_bits(g, want),
+                            "{k}: {act:?}({x}) = {g} ({:#x}), want {want} ({:#x}), column {j} of {cols}",
+                            g.to_bits(),
+                            want.to_bits()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A fused activation has the bits of [`Activation::apply`] on the value the same call
+/// stores without it, for each of [`ACTIVATIONS`], on every table, with NaN, ±∞ and −0.0
+/// in A, B, C, the bias and the residual: through every column count of [`Kernels::gemm`]
+/// (the full tile, the narrow, lane and local-copy kernels), the extra columns of
+/// [`Kernels::gemm_extra`] and the panels of [`Kernels::gemm_panels`], with and without
+/// accumulation and a residual apart or in place.
+#[test]
+fn fused_activation_is_apply_of_the_unfused_value() {
+    let cases: &[(usize, usize)] = if cfg!(miri) {
+        &[(3, 2)]
+    } else {
+        &[(1, 1), (5, 2), (37, 3)]
+    };
+    let acts: &[Activation] = if cfg!(miri) {
+        &[
+            Activation::Relu,
+            Activation::RELU6,
+            Activation::LeakyRelu { slope: 0.1 },
+        ]
+    } else {
+        &ACTIVATIONS
+    };
+    // The first `cols` columns of `got`, rows `w` wide, against `plain`'s.
+    let check =
+        |k: &Kernels, what: &str, (got, plain): (&[f32], &[f32]), w, cols, act: Activation| {
+            for (i, (&g, &u)) in got.iter().zip(plain).enumerate() {
+                if i % w >= cols {
+                    assert_eq!(
+                        g.to_bits(),
+                        u.to_bits(),
+                        "{k} {what}: column {} written",
+                        i % w
+                    );
+                    continue;
+                }
+                let want = act.apply(u);
+                assert!(
+                    same_bits(g, want),
+                    "{k} {what} {act:?}: element {i}: {g} ({:#x}) for {u}, want {want} ({:#x})",
+                    g.to_bits(),
+                    want.to_bits()
+                );
+            }
+        };
+    for k in tables() {
+        let (mr, nr, x) = (k.mr, k.nr, k.extra_cols());
+        let widths: Vec<usize> = if cfg!(miri) {
+            vec![1, nr / 2 + 1, nr]
+        } else {
+            (1..=nr).collect()
+        };
+        for (case, &(kc, panels)) in cases.iter().enumerate() {
+            let seed = 1000 + 100 * case as u64;
+            // Two panels of columns: `w` wide, room for the extra columns and `gemm_panels`.
+            let (m, w) = (panels * mr, 2 * nr);
+            let mut a = random_vec(panels * kc * mr + MAX_LANES, seed);
+            let mut b = random_vec(2 * kc * nr, seed + 1);
+            let mut c0 = random_vec(m * w, seed + 2);
+            let mut bias = random_vec(m, seed + 3);
+            let mut res = random_vec(m * w, seed + 4);
+            sprinkle_specials(&mut a[..panels * kc * mr], 23, seed + 5);
+            sprinkle_specials(&mut b, 29, seed + 6);
+            sprinkle_specials(&mut c0, 31, seed + 7);
+            sprinkle_specials(&mut bias, 7, seed + 8);
+            sprinkle_specials(&mut res, 17, seed + 9);
+            let (a, b) = (&a[..], &b[..]);
+            for (accumulate, residual, in_place) in [
+                (false, false, false),
+                (true, true, false),
+                (false, true, false),
+                (false, true, true),
+            ] {
+                let (residual, in_place) =
+                    residual_case(&res, m, w, residual, in_place, accumulate);
+                let start = if in_place { &res } else { &c0 };
+                // Runs `f` on C (`start`, `m × w`) with the epilogue's activation `act`.
+                let run = |act: Activation, f: &dyn Fn(&mut MatMut<'_>, &Epilogue<'_>)| {
+                    let mut c = start.clone();
+                    let e = Epilogue {
+                        bias: &bias,
+                        residual,
+                        act,
+                    };
+                    f(&mut MatMut::from_slice(&mut c, w, m, w), &e);
+                    c
+                };
+                // Each call, with the columns it writes.
+                type Call<'c> = Box<dyn Fn(&mut MatMut<'_>, &Epilogue<'_>) + 'c>;
+                let mut calls: Vec<(String, usize, Call<'_>)> = Vec::new();
+                for &cols in &widths {
+                    calls.push((
+                        format!("kc {kc}, {cols} columns"),
+                        cols,
+                        Box::new(move |c, e| {
+                            let e = Epilogue {
+                                residual: e.residual.sub(0, 0, m, cols),
+                                ..*e
+                            };
+                            k.gemm(
+                                kc,
+                                a,
+                                kc * mr,
+                                b,
+                                &mut c.sub(0, 0, m, cols),
+                                accumulate,
+                                Some(&e),
+                            );
+                        }),
+                    ));
+                }
+                for extra in 1..=x {
+                    calls.push((
+                        format!("kc {kc}, {extra} extra columns"),
+                        nr + extra,
+                        Box::new(move |c, e| {
+                            let e = Epilogue {
+                                residual: e.residual.sub(0, 0, m, nr + extra),
+                                ..*e
+                            };
+                            let mut c = c.sub(0, 0, m, nr + extra);
+                            k.gemm_extra(kc, a, kc * mr, b, kc * nr, &mut c, accumulate, Some(&e));
+                        }),
+                    ));
+                }
+                calls.push((
+                    format!("kc {kc}, two panels in one call"),
+                    w,
+                    Box::new(move |c, e| {
+                        k.gemm_panels(kc, a, kc * mr, b, kc * nr, c, accumulate, Some(e));
+                    }),
+                ));
+                for (what, cols, call) in &calls {
+                    let plain = run(Activation::None, call.as_ref());
+                    for &act in acts {
+                        let got = run(act, call.as_ref());
+                        check(k, what, (&got, &plain), w, *cols, act);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An empty reduction (`kc = 0`) with an empty A and B, through every column count: C
+/// becomes `act(C + bias)` (accumulating) or `act(bias)`. The lane kernel's columns were
+/// sliced out of B past its end (a proptest case under Miri found it).
+#[test]
+fn an_empty_reduction_reads_neither_a_nor_b() {
+    for k in tables() {
+        let (mr, nr) = (k.mr, k.nr);
+        let m = mr + 1;
+        let c0 = random_vec(m * nr, 1);
+        let bias = random_vec(m, 2);
         let e = Epilogue {
             bias: &bias,
             residual: Residual::None,
-            relu: true,
+            act: Activation::RELU6,
         };
-        let (a, b) = (vec![0.0f32; MAX_LANES], vec![0.0f32; nr]);
         for cols in 1..=nr {
-            let mut c = c0.clone();
-            let mut view = MatMut::from_slice(&mut c, nr, m, cols);
-            k.gemm(0, &a, 0, &b, &mut view, true, Some(&e));
-            for i in 0..m {
-                for j in 0..cols {
-                    let (g, x) = (c[i * nr + j], c0[i * nr + j]);
-                    let want = crate::activation::relu(x + -0.0);
-                    if x.to_bits() == (-0.0f32).to_bits() {
-                        assert_eq!(g.to_bits(), x.to_bits(), "{k}: relu(-0.0) = {g}");
+            for accumulate in [false, true] {
+                let mut c = c0.clone();
+                let mut view = MatMut::from_slice(&mut c, nr, m, cols);
+                k.gemm(0, &[], 0, &[], &mut view, accumulate, Some(&e));
+                for i in 0..m {
+                    for j in 0..nr {
+                        let x = c0[i * nr + j];
+                        let want = match (j < cols, accumulate) {
+                            (false, _) => x,
+                            (true, true) => e.act.apply(x + bias[i]),
+                            (true, false) => e.act.apply(0.0 + bias[i]),
+                        };
+                        let got = c[i * nr + j];
+                        assert!(same_bits(got, want), "{k}: {cols} columns: {got} != {want}");
                     }
-                    assert!(
-                        g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
-                        "{k}: relu({x}) = {g} ({:#x}), want {want} ({:#x}), column {j} of {cols}",
-                        g.to_bits(),
-                        want.to_bits()
-                    );
                 }
             }
         }
@@ -535,7 +764,7 @@ fn a_lone_short_panel_is_read_no_further_than_its_rows() {
             let e = Epilogue {
                 bias: &bias,
                 residual: Residual::None,
-                relu: false,
+                act: Activation::None,
             };
             for cols in [nr, 1] {
                 let (mut want, mut got) = (vec![0.0; rows * nr], vec![0.0; rows * nr]);

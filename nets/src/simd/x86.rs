@@ -28,6 +28,23 @@ pub(super) fn prefetch(p: *const f32) {
     unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
 }
 
+/// Leaky ReLU, `v ≥ 0 ? v : slope · v` lane by lane (the template's `$leaky`): the
+/// ordered compare is false for NaN, which then takes `slope · v`, as the scalar rule does.
+#[target_feature(enable = "avx")]
+#[inline]
+fn leaky_avx2(v: __m256, slope: __m256) -> __m256 {
+    let keep = _mm256_cmp_ps::<_CMP_GE_OQ>(v, _mm256_setzero_ps());
+    _mm256_blendv_ps(_mm256_mul_ps(slope, v), v, keep)
+}
+
+/// [`leaky_avx2`] on AVX-512: a mask compare and a masked blend.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn leaky_avx512(v: __m512, slope: __m512) -> __m512 {
+    let keep = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, _mm512_setzero_ps());
+    _mm512_mask_blend_ps(keep, _mm512_mul_ps(slope, v), v)
+}
+
 /// [`winograd::interleave_steps`] of 8 tiles, for 2 and 4 outputs a tile.
 ///
 /// # Safety
@@ -189,14 +206,15 @@ isa_kernels!(
     mod avx2, feature = "avx2,fma", __m256, lanes = 8, chains = 12,
     zero = _mm256_setzero_ps, load = _mm256_loadu_ps, store = _mm256_storeu_ps,
     set1 = _mm256_set1_ps, fma = _mm256_fmadd_ps, add = _mm256_add_ps, max = _mm256_max_ps,
-    prefetch = prefetch, interleave = interleave_avx2, max_3x3_s2 = None
+    min = _mm256_min_ps, leaky = leaky_avx2, prefetch = prefetch, interleave = interleave_avx2,
+    max_3x3_s2 = None
 );
 
 isa_kernels!(
     mod avx512, feature = "avx512f,fma", __m512, lanes = 16, chains = 24,
     zero = _mm512_setzero_ps, load = _mm512_loadu_ps, store = _mm512_storeu_ps,
     set1 = _mm512_set1_ps, fma = _mm512_fmadd_ps, add = _mm512_add_ps, max = _mm512_max_ps,
-    prefetch = prefetch, interleave = interleave_avx512,
+    min = _mm512_min_ps, leaky = leaky_avx512, prefetch = prefetch, interleave = interleave_avx512,
     max_3x3_s2 = Some(max_3x3_s2_avx512)
 );
 

@@ -434,7 +434,9 @@ pub fn measure_units(
 #[cfg(test)]
 mod tests {
     use crate::planners::pipeit::{Op, Predictor, accuracy, describe};
-    use taopipe_nets::{Conv2d, Conv2dParams, GlobalAvgPool, Kernel, Linear, Pool2d, PoolParams};
+    use taopipe_nets::{
+        Activation, Conv2d, Conv2dParams, GlobalAvgPool, Kernel, Linear, Pool2d, PoolParams,
+    };
     use taopipe_runtime::Topology;
 
     use super::*;
@@ -467,7 +469,7 @@ mod tests {
                             kernel: *kernel,
                             stride: *stride,
                             padding: *padding,
-                            relu: false,
+                            act: Activation::None,
                         };
                         Conv2d::new(p, input, vec![0.0; p.weight_len()], None)
                             .expect("conv")

@@ -364,7 +364,7 @@ fn folded_batchnorm_is_the_layer_then_the_norm() {
         .iter()
         .enumerate()
         .map(|(i, &v)| {
-            naive::activation(
+            naive::activate(
                 Activation::RELU6,
                 scale_bn[i / plane] * v + shift[i / plane],
             )
