@@ -35,8 +35,9 @@ use crate::memory_plan::{MemoryPlan, PlanStep};
 use crate::weights::{Init, WeightError, Weights};
 use crate::{
     Activate, Activation, Add, Affine, BatchNorm, Concat, Conv2d, Conv2dParams, ConvAlgo,
-    GlobalAvgPool, Isa, Kernel, KernelError, Linear, MAX_CONCAT_INPUTS, Pool2d, PoolParams,
-    Scratch, Shape, Softmax, Workspace, fold_batchnorm,
+    DepthwiseConv2d, DepthwiseParams, GlobalAvgPool, GroupedConv2d, Isa, Kernel, KernelError,
+    Linear, MAX_CONCAT_INPUTS, Pool2d, PoolParams, Scratch, Shape, Softmax, Workspace,
+    fold_batchnorm,
 };
 
 /// How [`Model::build_with`] builds the kernels.
@@ -268,23 +269,27 @@ impl Model {
                     groups,
                     relu,
                 } => {
-                    if *groups != 1 {
-                        return Err(unsupported(layer, "grouped convolutions"));
-                    }
                     let bn =
                         absorbs(i, |k| matches!(k, LayerKind::BatchNorm { .. })).then_some(i + 1);
                     let last = bn.unwrap_or(i);
-                    // A residual add right after (ResNet's block output) goes into the store.
-                    let add = (!*relu)
+                    // A residual add right after (ResNet's block output) goes into the store
+                    // of a plain convolution.
+                    let add = (*groups == 1 && !*relu)
                         .then_some(last + 1)
                         .filter(|_| absorbs(last, |k| matches!(k, LayerKind::ResidualAdd { .. })));
                     let residual = add.map(|a| {
                         let other = layers[a].residual_source().unwrap_or(Source::Input);
                         resolve(&steps, other.resolve(a))
                     });
-                    let add_relu = add.is_some_and(|a| layers[a].kind().fused_relu());
-                    let fuse_relu =
-                        add.is_none() && !*relu && absorbs(last, |k| matches!(k, LayerKind::Relu));
+                    // Else an activation right after (ReLU, MobileNet's ReLU6, YOLO's leaky).
+                    let fused = (add.is_none() && !*relu)
+                        .then_some(last + 1)
+                        .filter(|_| absorbs(last, LayerKind::is_activation));
+                    let act = if *relu || add.is_some_and(|a| layers[a].kind().fused_relu()) {
+                        Activation::Relu
+                    } else {
+                        fused.map_or(Activation::None, |a| activation(layers[a].kind()))
+                    };
                     let conv = build_conv(
                         weights,
                         layer,
@@ -293,18 +298,19 @@ impl Model {
                             kernel: *kernel,
                             stride: *stride,
                             padding: *padding,
-                            act: Activation::relu_if(*relu || fuse_relu || add_relu),
+                            groups: *groups,
+                            act,
                         },
                         bn.map(|b| &layers[b]),
                         (isa, options.direct_only.then_some(ConvAlgo::Direct)),
-                    )?
-                    .with_residual(residual.is_some());
+                        residual.is_some(),
+                    )?;
                     steps.push(Step::Run {
-                        kernel: Arc::new(conv),
+                        kernel: conv,
                         inputs: std::iter::once(source).chain(residual).collect(),
                     });
                     let merged = usize::from(bn.is_some())
-                        + usize::from(fuse_relu)
+                        + usize::from(fused.is_some())
                         + usize::from(add.is_some());
                     steps.extend((0..merged).map(|_| Step::Alias(Source::Layer(i))));
                     i += 1 + merged;
@@ -379,7 +385,9 @@ impl Model {
                     )
                 }
                 LayerKind::GlobalAvgPool => Arc::new(GlobalAvgPool::new(shape(layer.input()))),
-                LayerKind::Relu => Arc::new(Activate::relu(shape(layer.input()))),
+                LayerKind::Relu | LayerKind::Clip { .. } | LayerKind::LeakyRelu { .. } => Arc::new(
+                    Activate::new(shape(layer.input()), activation(layer.kind())),
+                ),
                 LayerKind::BatchNorm { .. } => {
                     let bn = load_batchnorm(weights, layer, layer.input().c)?;
                     let (scale, shift) = bn.affine().map_err(kernel_error(layer))?;
@@ -421,9 +429,6 @@ impl Model {
                     });
                     i += 1;
                     continue;
-                }
-                LayerKind::Clip { .. } | LayerKind::LeakyRelu { .. } => {
-                    return Err(unsupported(layer, layer.kind().short_name()));
                 }
             };
             steps.push(Step::Run {
@@ -852,14 +857,6 @@ fn resolve(steps: &[Step], source: Source) -> Source {
     }
 }
 
-/// A layer kind the kernels do not run yet.
-fn unsupported(layer: &Layer, what: &str) -> ModelError {
-    ModelError::Unsupported {
-        layer: layer.name().to_string(),
-        reason: format!("{what} are not implemented by the kernels"),
-    }
-}
-
 fn kernel_error(layer: &Layer) -> impl Fn(KernelError) -> ModelError + '_ {
     move |source| ModelError::Kernel {
         layer: layer.name().to_string(),
@@ -873,30 +870,47 @@ struct ConvShape {
     kernel: (usize, usize),
     stride: (usize, usize),
     padding: (usize, usize),
+    groups: usize,
     act: Activation,
 }
 
+/// What an element-wise activation layer computes, as the kernels' [`Activation`].
+fn activation(kind: &LayerKind) -> Activation {
+    match *kind {
+        LayerKind::Relu => Activation::Relu,
+        LayerKind::Clip { min, max } => Activation::Clip { min, max },
+        LayerKind::LeakyRelu { slope } => Activation::LeakyRelu { slope },
+        _ => Activation::None,
+    }
+}
+
+/// A convolution's kernel: its weights (`[K, C/g, kh, kw]`) and bias loaded, the batchnorm
+/// `bn` folded in; a plain convolution (one group), a depthwise one (a group per channel,
+/// as many outputs as inputs: MobileNet's) or a grouped one (any other). Only a plain one
+/// takes a fused `residual`.
 fn build_conv(
     weights: &dyn Weights,
     layer: &Layer,
     shape_of: ConvShape,
     bn: Option<&Layer>,
     (isa, algo): (Isa, Option<ConvAlgo>),
-) -> Result<Conv2d, ModelError> {
+    residual: bool,
+) -> Result<Arc<dyn Kernel>, ModelError> {
     let ConvShape {
         out_channels,
         kernel,
         stride,
         padding,
+        groups,
         act,
     } = shape_of;
     let c = layer.input().c;
-    let fan_in = c * kernel.0 * kernel.1;
+    let fan_in = c / groups * kernel.0 * kernel.1;
     let w = load(
         weights,
         layer,
         "weight",
-        &[out_channels, c, kernel.0, kernel.1],
+        &[out_channels, c / groups, kernel.0, kernel.1],
         Init::He { fan_in },
     )?;
     let (w, b) = match bn {
@@ -918,6 +932,7 @@ fn build_conv(
             )
         }
     };
+    let input = shape(layer.input());
     let params = Conv2dParams {
         in_channels: c,
         out_channels,
@@ -926,9 +941,33 @@ fn build_conv(
         padding,
         act,
     };
-    let algo = algo.filter(|a| a.applies(&params));
-    Conv2d::with_options(params, shape(layer.input()), w, Some(b), algo, isa)
-        .map_err(kernel_error(layer))
+    let kernel: Arc<dyn Kernel> = if groups == 1 {
+        let algo = algo.filter(|a| a.applies(&params));
+        Arc::new(
+            Conv2d::with_options(params, input, w, Some(b), algo, isa)
+                .map_err(kernel_error(layer))?
+                .with_residual(residual),
+        )
+    } else if groups == c && groups == out_channels {
+        let p = DepthwiseParams {
+            channels: c,
+            kernel,
+            stride,
+            padding,
+            act,
+        };
+        Arc::new(
+            DepthwiseConv2d::new(p, input, w, Some(b))
+                .and_then(|d| d.with_isa(isa))
+                .map_err(kernel_error(layer))?,
+        )
+    } else {
+        Arc::new(
+            GroupedConv2d::with_isa(params, groups, input, w, Some(b), algo, isa)
+                .map_err(kernel_error(layer))?,
+        )
+    };
+    Ok(kernel)
 }
 
 /// The moldable task of one layer: each rank reads the inputs whole and writes its chunks.

@@ -8,8 +8,8 @@ use std::path::Path;
 use taopipe_dsl::{LayerKind, NetSpec, Source, net};
 use taopipe_nets::{
     Activate, Activation, Add, Affine, BatchNorm, BuildOptions, Conv2d, Conv2dParams,
-    GlobalAvgPool, Init, Kernel, Linear, Model, RandomWeights, SafetensorsFile, Scratch, Shape,
-    Weights, torch_name, zoo,
+    GlobalAvgPool, GroupedConv2d, Init, Kernel, Linear, Model, RandomWeights, SafetensorsFile,
+    Scratch, Shape, Weights, torch_name, zoo,
 };
 use taopipe_runtime::{Place, Runtime};
 
@@ -108,6 +108,23 @@ fn resnet50_is_bit_identical_at_every_width() {
     assert_width_identical(spec);
 }
 
+/// The nets of issue 11: depthwise and grouped convolutions, ReLU6 and leaky ReLU fused
+/// into their stores, inverted residuals, fire and inception modules joined by concats,
+/// ceil-mode and end-padded pools.
+#[test]
+fn mobile_and_modular_nets_are_bit_identical_at_every_width() {
+    for name in [
+        "mobilenet_v2",
+        "mobilenet_v1",
+        "squeezenet1_1",
+        "googlenet",
+        "yolov2_tiny",
+    ] {
+        let spec = zoo::by_name(name).expect("a zoo net").expect("it checks");
+        assert_width_identical(spec);
+    }
+}
+
 #[test]
 fn synthetic_nets_run_bit_identical_at_every_width() {
     for spec in [zoo::synth1(), zoo::synth2(), zoo::synth3()] {
@@ -204,12 +221,16 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                 kernel,
                 stride,
                 padding,
-                groups: 1,
+                groups,
                 relu,
             } => {
                 let c = sh.c;
-                let fan_in = c * kernel.0 * kernel.1;
-                let w = t("weight", &[*k, c, kernel.0, kernel.1], Init::He { fan_in });
+                let fan_in = c / groups * kernel.0 * kernel.1;
+                let w = t(
+                    "weight",
+                    &[*k, c / groups, kernel.0, kernel.1],
+                    Init::He { fan_in },
+                );
                 let b = if followed_by_bn {
                     None
                 } else {
@@ -229,8 +250,26 @@ fn reference(spec: &NetSpec, weights: &dyn Weights, x: &[f32]) -> Vec<f32> {
                     padding: *padding,
                     act: Activation::relu_if(*relu),
                 };
-                Conv2d::new(p, sh, w, b)
-                    .expect("conv")
+                if *groups == 1 {
+                    Conv2d::new(p, sh, w, b)
+                        .expect("conv")
+                        .forward(&[&inp], &mut scratch)
+                } else {
+                    GroupedConv2d::new(p, *groups, sh, w, b, None)
+                        .expect("grouped conv")
+                        .forward(&[&inp], &mut scratch)
+                }
+            }
+            LayerKind::Clip { min, max } => Activate::new(
+                sh,
+                Activation::Clip {
+                    min: *min,
+                    max: *max,
+                },
+            )
+            .forward(&[&inp], &mut scratch),
+            LayerKind::LeakyRelu { slope } => {
+                Activate::new(sh, Activation::LeakyRelu { slope: *slope })
                     .forward(&[&inp], &mut scratch)
             }
             LayerKind::BatchNorm { eps } => {
@@ -344,6 +383,65 @@ fn small_modules() -> NetSpec {
         head:      fc(10),
     }
     .expect("small modules")
+}
+
+/// MobileNet's blocks: a depthwise conv and a grouped one with batchnorms and ReLU6, an
+/// inverted residual, and YOLO's leaky ReLU, fused or on their own.
+fn small_mobile() -> NetSpec {
+    net! { mobile [3, 14, 14] =>
+        stem:    conv(8, 3x3, stride 2, pad 1),
+        stem_bn: batchnorm,
+        stem_r6: relu6,
+        exp:     conv(16, 1x1),
+        exp_bn:  batchnorm,
+        exp_r6:  relu6,
+        dw:      conv(16, 3x3, pad 1, groups 16),
+        dw_bn:   batchnorm,
+        dw_r6:   relu6,
+        proj:    conv(8, 1x1),
+        proj_bn: batchnorm,
+        res:     add(stem_r6),
+        grp:     conv(8, 3x3, pad 1, groups 2),
+        leaky:   leakyrelu(0.1),
+        solo:    clip(-0.5, 0.5),
+        avg:     gap,
+        head:    fc(10),
+    }
+    .expect("small mobile net")
+}
+
+#[test]
+fn mobile_blocks_match_a_plain_layer_by_layer_evaluation() {
+    let spec = small_mobile();
+    let weights = RandomWeights { seed: 7 };
+    let model = Model::build(spec.clone(), &weights).expect("model");
+    // The batchnorms fold, the ReLU6s and the leaky ReLU fuse, the add goes into `proj`'s
+    // store; the clip after a fused activation runs on its own.
+    let runs: Vec<&str> = spec
+        .layers()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| model.runs_task(*i))
+        .map(|(_, l)| l.name())
+        .collect();
+    assert_eq!(
+        runs,
+        ["stem", "exp", "dw", "proj", "grp", "solo", "avg", "head"]
+    );
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let x = input(model.input_len(), 2);
+    let got = model
+        .forward(&rt, x.clone(), Place::new(0, 2))
+        .expect("runs");
+    let want = reference(&spec, &weights, &x);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let tol = 1e-4 * g.abs().max(w.abs()).max(0.1);
+        assert!(
+            (g - w).abs() <= tol,
+            "output {i}: model {g} vs reference {w}"
+        );
+    }
+    assert_width_identical(spec);
 }
 
 #[test]

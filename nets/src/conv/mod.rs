@@ -43,10 +43,12 @@ use taopipe_runtime::{Rect, SharedSlice, TaskCtx};
 pub mod depthwise;
 mod direct;
 mod gang;
+mod grouped;
 pub mod winograd;
 
 pub use depthwise::{DepthwiseConv2d, DepthwiseParams};
 use direct::Direct;
+pub use grouped::GroupedConv2d;
 use winograd::{Tile, Winograd};
 
 /// Hyperparameters of a convolution.
