@@ -17,8 +17,8 @@
 //! # Chains
 //! With an output-channel split, a layer that mixes channels (convolution, fully connected,
 //! softmax) needs all of its input: both sides wait for each other before it, an
-//! *exchange*. Layers that keep channels apart (max/avg pooling, ReLU, affine, residual add,
-//! global average pooling: [`CHANNEL_LOCAL`]) need only the channels they compute. A
+//! *exchange*. Layers that keep channels apart (max/avg pooling, activations, affine,
+//! residual add, global average pooling, depthwise convolution: [`CHANNEL_LOCAL`]) need only the channels they compute. A
 //! [`Chain`] is a run of consecutive pipeline units split with one ratio. Inside a chain, a
 //! tensor whose every reader is a channel-local layer of the same chain is *interior*: each
 //! side reads only what it wrote itself, so its edges stay on their side. Decision: this is
@@ -53,7 +53,7 @@ use crate::model::{Model, compute_chunks};
 
 /// Kernel kinds whose output channel `c` reads only input channel `c`: a chain passes their
 /// input to them without an exchange.
-pub const CHANNEL_LOCAL: [&str; 8] = [
+pub const CHANNEL_LOCAL: [&str; 9] = [
     "maxpool",
     "avgpool",
     "relu",
@@ -62,6 +62,7 @@ pub const CHANNEL_LOCAL: [&str; 8] = [
     "affine",
     "add",
     "gap",
+    "dwconv",
 ];
 
 /// Why a split plan could not be made. Every variant names the bad value.

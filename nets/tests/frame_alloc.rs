@@ -1,7 +1,9 @@
 //! After warm-up, a frame of ResNet50 (convolutions on both schedules, Winograd and direct,
-//! fused residual adds, pooling, the classifier) allocates nothing, at width 1 and at
-//! width 2: buffers come from the model's pool, graphs are prepared once per buffer set,
-//! and the runtime's runs of prepared graphs are allocation-free.
+//! fused residual adds, pooling, the classifier), of MobileNetV2 (depthwise convolutions,
+//! fused ReLU6) and of GoogLeNet (concats of four branches, ceil-mode pools) allocates
+//! nothing, at width 1 and at width 2: buffers come from the model's pool, graphs are
+//! prepared once per buffer set, a layer's inputs are held on the stack, and the runtime's
+//! runs of prepared graphs are allocation-free.
 
 #[path = "../../runtime/tests/counting/mod.rs"]
 mod counting;
@@ -10,9 +12,16 @@ use counting::Count;
 use taopipe_nets::{Model, RandomWeights, zoo};
 use taopipe_runtime::{Place, Runtime};
 
+/// One test, the nets in turn: the allocator counts every thread of the process.
 #[test]
 fn a_warm_frame_allocates_nothing() {
-    let spec = zoo::by_name("resnet50").expect("zoo net").expect("builds");
+    for net in ["resnet50", "mobilenet_v2", "googlenet"] {
+        warm_frames_allocate_nothing(net);
+    }
+}
+
+fn warm_frames_allocate_nothing(net: &str) {
+    let spec = zoo::by_name(net).expect("zoo net").expect("builds");
     let model = Model::build(spec, &RandomWeights { seed: 3 }).expect("model");
     let rt = Runtime::builder().workers(2).build().expect("runtime");
     let inputs: Vec<Vec<f32>> = (0..2)
@@ -39,6 +48,6 @@ fn a_warm_frame_allocates_nothing() {
     assert!(out.iter().all(|v| v.is_finite()) && out.iter().any(|&v| v != 0.0));
     assert_eq!(
         counted.allocations, 0,
-        "6 warm frames at widths 1 and 2: {counted:?}"
+        "{net}: 6 warm frames at widths 1 and 2: {counted:?}"
     );
 }

@@ -1,4 +1,5 @@
-//! A warm pipeline allocates nothing per frame: 2 stages of AlexNet on workers 0 and 1, and
+//! A warm pipeline allocates nothing per frame: 2 stages of AlexNet on workers 0 and 1 (and
+//! of SqueezeNet 1.1, whose stages pass concats of fire modules), and
 //! 12 stages of synth2 on 12 workers, more than the pool's default sets hold in flight
 //! (`max_in_flight` 27 > `MAX_POOLED`) and more stages than a set's default graphs. Each
 //! stage runs its units through a prepared graph of the frame's pooled buffers; the model's
@@ -27,13 +28,14 @@ const TO: u64 = 60;
 /// so a second test running beside would count its allocations here.
 #[test]
 fn a_warm_pipeline_allocates_nothing_per_frame() {
-    two_stages();
+    two_stages("alexnet");
+    two_stages("squeezenet1_1");
     twelve_stages();
     one_gang();
 }
 
-fn two_stages() {
-    let model = model("alexnet");
+fn two_stages(net: &str) {
+    let model = model(net);
     let units = model.spec().units().len();
     let cut = units / 2;
     let rt = Runtime::builder().workers(2).build().expect("runtime");

@@ -208,6 +208,65 @@ fn every_kernel_type_splits_bit_identically_at_every_ratio() {
     }
 }
 
+/// Issue 11's kernels: depthwise and grouped convs, fused and stand-alone ReLU6 and leaky
+/// ReLU, an inverted residual, a fire module's concat.
+fn mobile_kernels() -> NetSpec {
+    net! { mobile [3, 16, 16] =>
+        stem:    conv(16, 3x3, stride 2, pad 1),
+        stem_bn: batchnorm,
+        stem_r6: relu6,
+        dw:      conv(16, 3x3, pad 1, groups 16),
+        dw_bn:   batchnorm,
+        dw_r6:   relu6,
+        proj:    conv(16, 1x1),
+        res:     add(stem_r6),
+        solo:    leakyrelu(0.1),
+        squeeze: conv(8, 1x1) relu,
+        e1:      conv(8, 1x1) relu from squeeze,
+        e3:      conv(8, 3x3, pad 1, groups 4) from squeeze,
+        clip:    clip(-1, 1),
+        fire:    concat(e1, clip),
+        dw2:     conv(16, 3x3, stride 2, pad 1, groups 16),
+        avg:     gap,
+        bound:   clip(0, 4),
+        fc:      fc(10),
+    }
+    .expect("net")
+}
+
+#[test]
+fn mobile_kernels_split_bit_identically() {
+    let models = models(mobile_kernels(), 9);
+    let model = &models[0];
+    let rt = Runtime::builder().workers(2).build().expect("runtime");
+    let x = input(model.input_len(), 4);
+    let want = reference(&rt, model, &x);
+    let units = model.spec().units().len();
+    let (a, b) = (Place::new(0, 1), Place::new(1, 1));
+    let kinds: BTreeSet<&str> = model
+        .split_plan(a, b, &[Chain::new(0..units, 0.5)])
+        .expect("plan")
+        .layers()
+        .iter()
+        .map(|l| l.kind)
+        .collect();
+    for kind in ["dwconv", "conv", "leakyrelu", "clip", "concat"] {
+        assert!(kinds.contains(kind), "{kind} is not split: {kinds:?}");
+    }
+    for ratio in RATIOS {
+        let per_unit: Vec<Chain> = (0..units).map(|u| Chain::new(u..u + 1, ratio)).collect();
+        check_split(&rt, &models, &x, &want, (a, b), &per_unit);
+        check_split(
+            &rt,
+            &models,
+            &x,
+            &want,
+            (a, b),
+            &[Chain::new(0..units, ratio)],
+        );
+    }
+}
+
 #[test]
 fn alexnet_splits_bit_identically() {
     let models = models(zoo::alexnet().expect("alexnet"), 5);
