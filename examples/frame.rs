@@ -46,6 +46,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use taopipe::live::input::read_frame;
+use taopipe::nets::onnx::OnnxNet;
 use taopipe::live::output::write_atomic;
 use taopipe::live::report::{
     FrameReport, LayerTimeReport, LimitsReport, TimelineReport, chrome_trace,
@@ -57,7 +58,8 @@ use taopipe::runtime::{Place, Runtime};
 use common::interrupt::Interrupt;
 use common::{JsonArg, RuntimeArgs, frame_input, sayln};
 
-/// Runs frames of VGG16, AlexNet, ResNet50 or a synthetic net through the taopipe runtime,
+/// Runs frames of a zoo net (VGG16, ResNet50, MobileNetV2, …) or an ONNX model through the
+/// taopipe runtime,
 /// every layer a moldable task on the same workers, and prints the time per frame, the
 /// throughput in GFLOP/s and the top classes.
 ///
@@ -71,9 +73,14 @@ use common::{JsonArg, RuntimeArgs, frame_input, sayln};
 struct Cli {
     #[command(flatten)]
     runtime: RuntimeArgs,
-    /// The net: vgg16, alexnet, resnet50, synth1, synth2 or synth3.
+    /// The net: a zoo name (vgg16, alexnet, resnet50, mobilenet_v2, mobilenet_v1,
+    /// squeezenet1_1, googlenet, yolov2_tiny, synth1, synth2, synth3).
     #[arg(long, default_value = "vgg16")]
     net: String,
+    /// An ONNX model to run instead of a zoo net, with its own weights (any CNN of the ops
+    /// `taopipe_nets::onnx` lists).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["net", "weights"])]
+    onnx: Option<PathBuf>,
     /// Workers each layer runs on (the place 0+width; the layout must allow it). Default:
     /// all of them, or the widest place a --layout file allows.
     #[arg(long)]
@@ -222,7 +229,13 @@ fn main() -> anyhow::Result<()> {
     };
     // A bad `TAOPIPE_ISA` fails here, before anything long.
     let isa = Isa::current()?;
-    let spec = common::zoo_net(&cli.net, &[])?;
+    let (name, spec, onnx) = match &cli.onnx {
+        Some(path) => {
+            let onnx = OnnxNet::open(path).with_context(|| format!("--onnx {}", path.display()))?;
+            (onnx.spec().name().to_string(), onnx.spec().clone(), Some(onnx.into_weights()))
+        }
+        None => (cli.net.clone(), common::zoo_net(&cli.net, &[])?, None),
+    };
     // Read the input before the (long) model build, so a bad file fails at once.
     let shape = spec.input();
     let input_len = shape.c * shape.h * shape.w;
@@ -237,9 +250,10 @@ fn main() -> anyhow::Result<()> {
         .map(|leader| Place::new(leader, 1))
         .find(|&p| rt.topology().is_allowed(p))
         .context("no place of one worker")?;
-    let weights: Box<dyn Weights> = match &cli.weights {
-        Some(path) => Box::new(SafetensorsFile::open(path)?),
-        None => Box::new(RandomWeights { seed: cli.seed }),
+    let weights: Box<dyn Weights> = match (onnx, &cli.weights) {
+        (Some(onnx), _) => Box::new(onnx),
+        (None, Some(path)) => Box::new(SafetensorsFile::open(path)?),
+        (None, None) => Box::new(RandomWeights { seed: cli.seed }),
     };
     let started = Instant::now();
     let options = BuildOptions {
@@ -248,13 +262,13 @@ fn main() -> anyhow::Result<()> {
         keep_outputs: cli.keep_outputs,
     };
     let model = Model::build_with(spec, weights.as_ref(), &options)
-        .with_context(|| format!("building {}", cli.net))?;
+        .with_context(|| format!("building {name}"))?;
     let build = started.elapsed();
     sayln!("{}", rt.topology());
     sayln!("isa: {isa}; convolutions: {:?}", cli.conv);
     sayln!(
         "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame ({:.1} MB of them the gangs' workspace, allocated on first use; {} residual adds in place); built in {:.2} s; {}, {} input; on place {place}",
-        cli.net,
+        name,
         model.spec().len(),
         model.spec().units().len(),
         model.flops() as f64 / 1e9,
@@ -262,7 +276,9 @@ fn main() -> anyhow::Result<()> {
         model.workspace_floats() as f64 * 4e-6,
         model.in_place_layers(),
         build.as_secs_f64(),
-        if cli.weights.is_some() {
+        if cli.onnx.is_some() {
+            "ONNX weights"
+        } else if cli.weights.is_some() {
             "file weights"
         } else {
             "random weights"

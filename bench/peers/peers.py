@@ -136,6 +136,9 @@ def parse_args(argv):
                         "profiler against `frame --profile`, interleaved rounds, the layers "
                         "paired by kind and FLOPs (layers.py says how); one table per net "
                         "and thread count")
+    p.add_argument("--from-onnx", action="store_true",
+                   help="taopipe imports the very ONNX file ONNX Runtime runs (`frame --onnx`) "
+                        "instead of the safetensors file of the same weights under the zoo net")
     p.add_argument("--timeout", type=positive, default=600, metavar="S",
                    help="seconds to wait for one answer of a taopipe process (default: %(default)s)")
     return p.parse_args(argv)
@@ -295,9 +298,17 @@ def tail(path: Path, lines: int = 15) -> str:
         return ""
 
 
+def model_args(net, weights):
+    """`frame`'s arguments for the net: a zoo net with a safetensors file, or (`weights` an
+    ``.onnx`` path) the ONNX model itself."""
+    if Path(weights).suffix == ".onnx":
+        return ["--onnx", str(weights)]
+    return ["--net", net, "--weights", str(weights)]
+
+
 def taopipe_once(binary, net, weights, input_path, output_path, width, timeout):
     """One plain `frame` run (warm-up + 1 frame) writing its output; returns its stdout."""
-    cmd = [str(binary), "--net", net, "--weights", str(weights), "--input", str(input_path),
+    cmd = [str(binary), *model_args(net, weights), "--input", str(input_path),
            "--output", str(output_path), "--width", str(width), "--frames", "1"]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
@@ -318,7 +329,7 @@ class TaopipeServer:
         self.output_path = output_path
         self.stderr_path = Path(workdir) / f"{net}-w{width}.stderr"
         self.stderr = open(self.stderr_path, "w")
-        cmd = [str(binary), "--net", net, "--weights", str(weights), "--input", str(input_path),
+        cmd = [str(binary), *model_args(net, weights), "--input", str(input_path),
                "--output", str(output_path), "--width", str(width), "--serve"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True, bufsize=1, env=child_env())
@@ -661,7 +672,9 @@ def machine_lines(report) -> str:
         f"ONNX Runtime {report['onnxruntime']['version']} (CPUExecutionProvider, intra-op "
         f"threads = t, inter-op 1, sequential, all graph optimisations); "
         f"{report['taopipe']['version'] or 'taopipe'} `frame`{(' at ' + rev) if rev else ''} "
-        f"({report['taopipe']['binary']}), isa: {isa}.",
+        f"({report['taopipe']['binary']}), isa: {isa}"
+        + ("; taopipe imports the ONNX file ONNX Runtime runs (--from-onnx)."
+           if s.get("from_onnx") else "; taopipe loads the same weights as safetensors."),
         f"Median ms per frame over {s['rounds']} interleaved rounds × {s['frames']} frames; "
         f"taopipe/ORT = ORT ms / taopipe ms (> 1: taopipe faster); in brackets the "
         f"quartiles of that ratio taken round by round, and the rounds taopipe won. "
@@ -769,7 +782,8 @@ def main(argv=None) -> int:
                         "isa": ", ".join(sorted(isas)) or None},
             "settings": {"nets": args.nets, "threads": args.threads, "rounds": args.rounds,
                          "frames": args.frames, "seed": args.seed,
-                         "tolerance": args.tolerance, "models_format": models.FORMAT},
+                         "tolerance": args.tolerance, "models_format": models.FORMAT,
+                         "from_onnx": args.from_onnx},
             "wall_s": time.monotonic() - STARTED,
             "results": results,
         }
