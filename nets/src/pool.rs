@@ -278,7 +278,8 @@ impl Kernel for Pool2d {
         let (column, phases) = scratch.take(2 * cols).split_at_mut(cols);
         column[..pad].fill(f32::NEG_INFINITY);
         column[pad + w..].fill(f32::NEG_INFINITY);
-        // The special kernels take windows that stay inside `pad` on both sides.
+        // `max_2x2` takes windows that stay inside the plane; the ISA's 3×3/2 kernel any
+        // padding after (its row of column maxima padded `right`).
         let even = right == pad && ((oh - 1) * s + k) <= h + 2 * pad;
         for c in channels {
             let plane = &input[c * h * w..(c + 1) * h * w];
@@ -290,9 +291,10 @@ impl Kernel for Pool2d {
             // ResNet50's and AlexNet's pools: the ISA's own kernel where it has one
             // (`Kernels::max_3x3_s2`, docs at [`max_columns`]).
             if max
-                && even
                 && (k, s) == (3, 2)
-                && self.kernels.max_3x3_s2(plane, w, pad, dst, ow, column)
+                && self
+                    .kernels
+                    .max_3x3_s2(plane, w, (pad, right), dst, ow, column)
             {
                 continue;
             }

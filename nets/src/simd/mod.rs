@@ -305,13 +305,16 @@ pub(crate) type WinogradOutputFn = unsafe fn(
 /// The CPU runs the kernel's ISA.
 pub(crate) type MaxPool2x2Fn = unsafe fn(&[f32], usize, &mut [f32], usize);
 
-/// The 3×3 stride-2 max pool of one plane, `(plane, w, pad, dst, ow, column)`: `plane`
-/// holds whole rows `w` wide, `dst` whole output rows `ow` wide, and `column` at least
-/// `w + 2·pad` floats of scratch. Its bits are [`crate::pool`]'s separable route's.
+/// The 3×3 stride-2 max pool of one plane, `(plane, w, (pad, right), dst, ow, column)`:
+/// `plane` holds whole rows `w` wide, `dst` whole output rows `ow` wide, and `column` at
+/// least `pad + w + right` floats of scratch: the row of column maxima, `pad` columns of
+/// padding before it and `right` after (a ceil-mode pool's last window may reach past the
+/// padding before). Its bits are [`crate::pool`]'s separable route's.
 ///
 /// # Safety
 /// The CPU runs the kernel's ISA; the slices are as [`Kernels::max_3x3_s2`] checks.
-pub(crate) type MaxPool3x3Fn = unsafe fn(&[f32], usize, usize, &mut [f32], usize, &mut [f32]);
+pub(crate) type MaxPool3x3Fn =
+    unsafe fn(&[f32], usize, (usize, usize), &mut [f32], usize, &mut [f32]);
 
 /// The depthwise convolution of a run of channels ([`crate::conv::depthwise::channels`]),
 /// `(channels, split, wide, dst)`, compiled for the table's ISA.
@@ -850,9 +853,10 @@ impl Kernels {
         unsafe { (self.max_2x2)(plane, w, dst, ow) }
     }
 
-    /// The 3×3 stride-2 max pool of an `h × w` plane with padding `pad` into `dst`
-    /// (`oh × ow`, as [`crate::PoolParams::out_shape`] gives them), through this ISA's own
-    /// kernel; `false`, with nothing written, where it has none. `column` is scratch.
+    /// The 3×3 stride-2 max pool of an `h × w` plane with padding `pad` before and `right`
+    /// columns of padding after (at least `pad`: more in ceil mode) into `dst` (`oh × ow`,
+    /// as [`crate::PoolParams::out_shape`] gives them), through this ISA's own kernel;
+    /// `false`, with nothing written, where it has none. `column` is scratch.
     ///
     /// # Panics
     /// On sizes that do not match (caller bugs).
@@ -860,7 +864,7 @@ impl Kernels {
         &self,
         plane: &[f32],
         w: usize,
-        pad: usize,
+        (pad, right): (usize, usize),
         dst: &mut [f32],
         ow: usize,
         column: &mut [f32],
@@ -870,22 +874,22 @@ impl Kernels {
         };
         let (h, oh) = (plane.len() / w, dst.len() / ow);
         assert!(
-            plane.len() == h * w && dst.len() == oh * ow && pad <= 1,
-            "plane {} not rows of {w}, or output {} not rows of {ow}, or padding {pad}",
+            plane.len() == h * w && dst.len() == oh * ow && pad <= 1 && right >= pad,
+            "plane {} not rows of {w}, or output {} not rows of {ow}, or padding {pad} and {right}",
             plane.len(),
             dst.len()
         );
         assert!(
             oh >= 1
                 && ow >= 1
-                && 2 * (oh - 1) + 3 <= h + 2 * pad
-                && 2 * (ow - 1) + 3 <= w + 2 * pad
-                && column.len() >= w + 2 * pad,
-            "{oh}×{ow} outputs of 3×3/2 windows do not fit {h}×{w} with padding {pad}, or the column ({}) is short",
+                && 2 * (oh - 1) < h + pad
+                && 2 * (ow - 1) + 3 <= w + pad + right
+                && column.len() >= w + pad + right,
+            "{oh}×{ow} outputs of 3×3/2 windows do not start in {h}×{w} with padding {pad} before and {right} after, or the column ({}) is short",
             column.len()
         );
         // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the sizes are checked.
-        unsafe { f(plane, w, pad, dst, ow, column) };
+        unsafe { f(plane, w, (pad, right), dst, ow, column) };
         true
     }
 

@@ -884,3 +884,39 @@ fn panels_in_one_call_need_all_of_b() {
     let mut view = MatMut::from_slice(&mut c, 2 * k.nr, 1, 2 * k.nr);
     k.gemm_panels(1, &a, k.mr, &b, k.nr, &mut view, false, None);
 }
+
+/// Every ISA's own 3×3 stride-2 max pool (AVX2's and AVX-512's) against the portable
+/// path's separable route, bit for bit, NaN and ±∞ included: padding 0 and 1, odd and even
+/// sides, and the ceil-mode overhang (`right` past the padding before) that SqueezeNet's
+/// and GoogLeNet's pools have. Under Miri it runs the AVX2 kernel on small planes.
+#[test]
+fn max_pool_3x3_s2_kernels_match_the_separable_route() {
+    use crate::kernel::Kernel;
+    use crate::{Pool2d, PoolParams, Shape};
+    let sides: &[usize] = if cfg!(miri) {
+        &[5, 10]
+    } else {
+        &[5, 10, 13, 27, 56, 111]
+    };
+    for kernels in tables().into_iter().filter(|k| k.max_3x3_s2.is_some()) {
+        for &side in sides {
+            for (pad, ceil) in [(0, false), (0, true), (1, false), (1, true)] {
+                let params = PoolParams::max(3, 2, pad).with_ceil(ceil);
+                let input = Shape::new(2, side, side + 1);
+                let mut x = random_vec(input.len(), side as u64);
+                sprinkle_specials(&mut x, 9, side as u64);
+                let pool = |isa| Pool2d::new(params, input).unwrap().with_isa(isa).unwrap();
+                let want = pool(Isa::Portable).forward(&[&x], &mut crate::Scratch::new());
+                let got = pool(kernels.isa).forward(&[&x], &mut crate::Scratch::new());
+                assert_eq!(got.len(), want.len());
+                for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        same_bits(g, w),
+                        "{} {params:?} on {input}: output {i}: {g} vs {w}",
+                        kernels.isa
+                    );
+                }
+            }
+        }
+    }
+}

@@ -150,13 +150,13 @@ pub(crate) unsafe fn interleave_avx512(xs: &[f32], m: usize, n: usize, row: &mut
 pub(super) unsafe fn max_3x3_s2_avx512(
     plane: &[f32],
     w: usize,
-    pad: usize,
+    (pad, right): (usize, usize),
     dst: &mut [f32],
     ow: usize,
     column: &mut [f32],
 ) {
     let (h, oh) = (plane.len() / w, dst.len() / ow);
-    let cols = w + 2 * pad;
+    let cols = pad + w + right;
     // Lanes `i < n` of a 16-float vector (all of them from 16 on).
     let lanes = |n: usize| -> __mmask16 { if n >= 16 { !0 } else { (1u16 << n) - 1 } };
     // `max_nan(a, b)`: `a > b ? a : b` is `max_ps(a, b)`, then a NaN `a` is kept.
@@ -168,8 +168,8 @@ pub(super) unsafe fn max_3x3_s2_avx512(
     let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     let (c, x) = (column.as_mut_ptr(), plane.as_ptr());
     // SAFETY: `Kernels::max_3x3_s2` checked `plane` (`h·w`), `dst` (`oh·ow`) and `column`
-    // (`w + 2·pad` floats), and that `ow` outputs of 3 columns at stride 2 fit the padded
-    // row: every unmasked lane below reads or writes inside them.
+    // (`pad + w + right` floats), and that `ow` outputs of 3 columns at stride 2 fit the
+    // padded row: every unmasked lane below reads or writes inside them.
     unsafe {
         for i in (0..pad).chain(pad + w..cols) {
             *c.add(i) = f32::NEG_INFINITY;
@@ -202,12 +202,85 @@ pub(super) unsafe fn max_3x3_s2_avx512(
     }
 }
 
+/// The AVX2 3×3 stride-2 max pool of one plane ([`super::MaxPool3x3Fn`]): the AVX-512
+/// kernel's operations on 8-float vectors, masked loads and stores for the tails, and each
+/// output's even and odd columns picked from two vectors of the row of column maxima by a
+/// `shufps` and a 64-bit `vpermpd`. The bits are the portable path's, as the AVX-512
+/// kernel's.
+///
+/// # Safety
+/// The CPU has AVX2; the slices are as [`super::Kernels::max_3x3_s2`] checks.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn max_3x3_s2_avx2(
+    plane: &[f32],
+    w: usize,
+    (pad, right): (usize, usize),
+    dst: &mut [f32],
+    ow: usize,
+    column: &mut [f32],
+) {
+    let (h, oh) = (plane.len() / w, dst.len() / ow);
+    let cols = pad + w + right;
+    // Lanes `i < n` of an 8-float vector (all of them from 8 on), as a maskload mask.
+    let ramp = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let lanes = |n: usize| _mm256_cmpgt_epi32(_mm256_set1_epi32(n.min(8) as i32), ramp);
+    // `max_nan(a, b)`: `max_ps(a, b)`, then a NaN `a` kept.
+    let max = |a: __m256, b: __m256| {
+        let nan = _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a);
+        _mm256_blendv_ps(_mm256_max_ps(a, b), a, nan)
+    };
+    // The even (or odd) floats of `a` then `b`, in order: per 128-bit lane `shufps` picks
+    // [a₀ a₂ b₀ b₂ | a₄ a₆ b₄ b₆]; the 64-bit units then go [0, 2, 1, 3].
+    let pick = |a: __m256, b: __m256, odd: bool| {
+        let v = if odd {
+            _mm256_shuffle_ps::<0b11_01_11_01>(a, b)
+        } else {
+            _mm256_shuffle_ps::<0b10_00_10_00>(a, b)
+        };
+        _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)))
+    };
+    let (c, x) = (column.as_mut_ptr(), plane.as_ptr());
+    // SAFETY: as the AVX-512 kernel's: `Kernels::max_3x3_s2` checked `plane` (`h·w`),
+    // `dst` (`oh·ow`) and `column` (`pad + w + right` floats), and that `ow` outputs of 3
+    // columns at stride 2 fit the padded row; every masked load reads and every masked
+    // store writes only its lanes inside them.
+    unsafe {
+        for i in (0..pad).chain(pad + w..cols) {
+            *c.add(i) = f32::NEG_INFINITY;
+        }
+        for oy in 0..oh {
+            let y0 = (2 * oy).saturating_sub(pad);
+            let y1 = (2 * oy + 3).saturating_sub(pad).min(h);
+            for x0 in (0..w).step_by(8) {
+                let m = lanes(w - x0);
+                let row = |y: usize| _mm256_maskload_ps(x.add(y * w + x0), m);
+                let mut v = row(y0);
+                for y in y0 + 1..y1 {
+                    v = max(v, row(y));
+                }
+                _mm256_maskstore_ps(c.add(pad + x0), m, v);
+            }
+            let d = dst.as_mut_ptr().add(oy * ow);
+            for o0 in (0..ow).step_by(8) {
+                let at = |from: usize| {
+                    let i = 2 * o0 + from;
+                    _mm256_maskload_ps(c.add(i), lanes(cols.saturating_sub(i)))
+                };
+                let (a, b, a2, b2) = (at(0), at(8), at(2), at(10));
+                let (first, second, third) =
+                    (pick(a, b, false), pick(a, b, true), pick(a2, b2, false));
+                _mm256_maskstore_ps(d.add(o0), lanes(ow - o0), max(max(first, second), third));
+            }
+        }
+    }
+}
+
 isa_kernels!(
     mod avx2, feature = "avx2,fma", __m256, lanes = 8, chains = 12,
     zero = _mm256_setzero_ps, load = _mm256_loadu_ps, store = _mm256_storeu_ps,
     set1 = _mm256_set1_ps, fma = _mm256_fmadd_ps, add = _mm256_add_ps, max = _mm256_max_ps,
     min = _mm256_min_ps, leaky = leaky_avx2, prefetch = prefetch, interleave = interleave_avx2,
-    max_3x3_s2 = None
+    max_3x3_s2 = Some(max_3x3_s2_avx2)
 );
 
 isa_kernels!(
