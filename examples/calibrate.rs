@@ -1,5 +1,6 @@
 //! Calibrate Pipe-it's per-layer time predictor on this machine (paper Eq. 3–8), and check
-//! it against every unit of the zoo's nets (the paper's Table III).
+//! it against every unit of the paper's Table III nets from the zoo (AlexNet, GoogLeNet,
+//! MobileNet V1, ResNet50, SqueezeNet 1.1; `--nets vgg16,…` for others).
 //!
 //! ```text
 //! cargo run --release --example calibrate -- --out calibration.json
@@ -31,15 +32,16 @@ use common::{JsonArg, RuntimeArgs, frame_input, say, sayln, zoo_net};
 /// Pipe-it (Wang et al., TCAD 2020) predicts each layer's time on k cores of one core type
 /// from its GEMM sizes N, K, M (Eq. 5, per core type) and its split into chunks (Eq. 6-8),
 /// and plans a pipeline from the predictions. This tool runs the micro-benchmark grid
-/// (101 single layers: convolutions spanning the zoo's N, K, M; fully connected,
-/// pooling and element-wise layers) with the real kernels on every core type (the runtime's
-/// devices: clusters split by emulated speed, fastest first) at every width, and fits the
-/// predictor. `--out` saves the samples as JSON so a device is calibrated once;
-/// `--calibration` reuses a saved file. `--report` then measures every unit of VGG16,
-/// AlexNet and ResNet50 on every core type and width and prints the prediction error as the
-/// paper's Table III does (mean and largest |error| %, over the units holding a
-/// convolution, then over all units), and the pipeline Pipe-it's search plans from the
-/// predictions.
+/// (125 single layers: convolutions spanning the zoo's N, K, M; fully connected, pooling,
+/// element-wise, concat and depthwise layers) with the real kernels on every core type (the
+/// runtime's devices: clusters split by emulated speed, fastest first) at every width, and
+/// fits the predictor. `--out` saves the samples as JSON so a device is calibrated once;
+/// `--calibration` reuses a saved file. `--report` then measures every unit of the paper's
+/// Table III nets (AlexNet, GoogLeNet, MobileNet V1, ResNet50, SqueezeNet 1.1; `--nets`
+/// picks others, e.g. vgg16) on every core type and width and prints the prediction error
+/// as the paper's Table III does (mean and largest |error| %, over the units holding a
+/// convolution, depthwise ones included, then over all units), and the pipeline Pipe-it's
+/// search plans from the predictions.
 #[derive(Debug, Parser)]
 #[command(version, about, long_about)]
 struct Cli {
@@ -57,8 +59,14 @@ struct Cli {
     /// width (Table III), and Pipe-it's planned pipeline for each net.
     #[arg(long)]
     report: bool,
-    /// The nets of the report, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "vgg16,alexnet,resnet50")]
+    /// The nets of the report, comma-separated (any of the zoo's, e.g. vgg16). The default
+    /// is the paper's Table III: AlexNet, GoogLeNet, MobileNet (V1, as Pipe-it used),
+    /// ResNet50, SqueezeNet (1.1).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "alexnet,googlenet,mobilenet_v1,resnet50,squeezenet1_1"
+    )]
     nets: Vec<String>,
     /// Runs per measurement; the median is kept (the first run warms up).
     #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
@@ -103,14 +111,14 @@ fn print_table(title: &str, nets: &[NetAccuracy], pick: fn(&AccuracyCell) -> Err
         })
         .unwrap_or_default();
     sayln!("\n{title} (mean/max |error| %):");
-    say!("{:<10}", "net");
+    say!("{:<14}", "net");
     for &(t, w) in &keys {
         say!(" {:>10}", label(t, w));
     }
     sayln!();
     let mut sums = vec![(0.0, 0usize); keys.len()];
     for n in nets {
-        say!("{:<10}", n.net);
+        say!("{:<14}", n.net);
         for (i, &(t, w)) in keys.iter().enumerate() {
             let stats = n
                 .accuracy
@@ -131,7 +139,7 @@ fn print_table(title: &str, nets: &[NetAccuracy], pick: fn(&AccuracyCell) -> Err
         }
         sayln!();
     }
-    say!("{:<10}", "average");
+    say!("{:<14}", "average");
     for (sum, n) in sums {
         if n == 0 {
             say!(" {:>10}", "-");
@@ -281,7 +289,7 @@ fn main() -> anyhow::Result<()> {
             });
         }
         print_table(
-            "Table III: units holding a convolution",
+            "Table III: units holding a convolution (depthwise included)",
             &report.nets,
             |c| c.gemm,
         );
@@ -291,7 +299,7 @@ fn main() -> anyhow::Result<()> {
         sayln!("\nPipe-it plans from the predictions:");
         for NetAccuracy { net, plan: p, .. } in &report.nets {
             sayln!(
-                "  {net:<9} {} {:?} on {}: predicted {:.1} ms per frame ({:.1} frames/s)",
+                "  {net:<13} {} {:?} on {}: predicted {:.1} ms per frame ({:.1} frames/s)",
                 p.pipeline_string(),
                 p.composition,
                 p.configuration,

@@ -19,9 +19,10 @@ use std::collections::HashSet;
 use taopipe_dsl::{LayerKind, NetSpec, Shape, SplitMix64};
 use taopipe_live::planners::pipeit::{
     Calibration, CoreType, DseStep, LayerDesc, MachineInfo, Op, PredictError, PredictedMeasure,
-    Predictor, Sample, StageKind, TimeMatrix, describe, describe_layers, design_points, find_split,
-    pipeline_count, pipelines, plan, work_flow,
+    Predictor, Sample, StageKind, TimeMatrix, UnitTime, accuracy, default_grid, describe,
+    describe_layers, design_points, find_split, pipeline_count, pipelines, plan, work_flow,
 };
+use taopipe_nets::zoo;
 use taopipe_tuner::{AllowedPlaces, Compositions, Configuration, Measure};
 
 fn uniform(rng: &mut SplitMix64) -> f64 {
@@ -167,6 +168,8 @@ impl Truth {
                     [1.5e-6, 1e-6, 0.01].iter().map(|b| b * s).collect(),
                     // elementwise: NKM, NM, 1
                     [1e-6, 5e-7, 0.005].iter().map(|b| b * s).collect(),
+                    // depthwise: NKM (taps), NM (outputs), 1
+                    [1.2e-6, 8e-7, 0.008].iter().map(|b| b * s).collect(),
                 ]
             })
             .collect();
@@ -178,10 +181,14 @@ impl Truth {
                     [0.005 * s, 0.002 * s, 0.02],
                     [0.002 * s, 0.001 * s, 0.01],
                     [0.002 * s, 0.001 * s, 0.01],
+                    [0.003 * s, 0.0015 * s, 0.012],
                 ]
             })
             .collect();
-        let repeated = slow.iter().map(|_| vec![0.08, 0.15, 0.02, 0.05]).collect();
+        let repeated = slow
+            .iter()
+            .map(|_| vec![0.08, 0.15, 0.02, 0.05, 0.04])
+            .collect();
         Truth {
             beta,
             alpha,
@@ -190,8 +197,9 @@ impl Truth {
     }
 }
 
-/// Single-layer nets spanning conv, fc, pool and element-wise shapes (sizes drawn from
-/// the paper's micro-benchmark sets and beyond), described as the predictor sees them.
+/// Single-layer nets spanning conv, fc, pool, element-wise and depthwise shapes (sizes
+/// drawn from the paper's micro-benchmark sets and beyond), described as the predictor
+/// sees them.
 fn grid(rng: &mut SplitMix64) -> Vec<LayerDesc> {
     let pick =
         |rng: &mut SplitMix64, set: &[usize]| set[(rng.next_u64() % set.len() as u64) as usize];
@@ -238,6 +246,29 @@ fn grid(rng: &mut SplitMix64) -> Vec<LayerDesc> {
     for (c, i) in [(64, 112), (20, 56), (512, 28), (5, 14), (2048, 7)] {
         nets.push(NetSpec::builder("g", Shape::new(c, i, i)).relu("r"));
         nets.push(NetSpec::builder("g", Shape::new(c, i, i)).residual_add("a", "input"));
+    }
+    for (c, i) in [(24, 56), (7, 28)] {
+        nets.push(NetSpec::builder("g", Shape::new(c, i, i)).concat("cat", &["input", "input"]));
+    }
+    // depthwise: 3×3 and 5×5 (K varies), channel counts that give 3 to 32 chunks
+    for (c, i, f, s) in [
+        (32, 112, 3, 1),
+        (3, 56, 3, 2),
+        (20, 28, 5, 1),
+        (48, 56, 3, 2),
+        (512, 14, 3, 1),
+        (7, 14, 5, 2),
+        (144, 7, 3, 1),
+    ] {
+        let dw = LayerKind::Conv2d {
+            out_channels: c,
+            kernel: (f, f),
+            stride: (s, s),
+            padding: (f / 2, f / 2),
+            groups: c,
+            relu: false,
+        };
+        nets.push(NetSpec::builder("g", Shape::new(c, i, i)).layer("dw", dw));
     }
     nets.into_iter()
         .map(|b| describe_layers(&b.build().expect("a grid layer"))[0])
@@ -304,23 +335,28 @@ fn the_fit_recovers_known_coefficients() {
             );
         }
     }
-    // and it predicts layers it never saw, on every width
-    let net = resnet50();
-    for unit in describe(&net) {
-        for t in 0..2 {
-            for w in 1..=4 {
-                let want: f64 = unit
-                    .layers
-                    .iter()
-                    .filter(|l| l.op != Op::Free)
-                    .map(|l| truth.ms(l, t, w))
-                    .sum();
-                let got = p.unit_ms(&unit, t, w).expect("prediction");
-                assert!(
-                    (got - want).abs() <= 1e-6 * want,
-                    "{}: {got} vs {want}",
-                    unit.name
-                );
+    // and it predicts layers it never saw, on every width: ResNet50's, and those of the
+    // zoo's nets with depthwise convs and concats
+    let zoo = ["mobilenet_v1", "mobilenet_v2", "googlenet", "squeezenet1_1"]
+        .map(|name| zoo::by_name(name).expect("a zoo net").expect("it builds"));
+    for net in std::iter::once(resnet50()).chain(zoo) {
+        for unit in describe(&net) {
+            for t in 0..2 {
+                for w in 1..=4 {
+                    let want: f64 = unit
+                        .layers
+                        .iter()
+                        .filter(|l| l.op != Op::Free)
+                        .map(|l| truth.ms(l, t, w))
+                        .sum();
+                    let got = p.unit_ms(&unit, t, w).expect("prediction");
+                    assert!(
+                        (got - want).abs() <= 1e-6 * want,
+                        "{} {}: {got} vs {want}",
+                        net.name(),
+                        unit.name
+                    );
+                }
             }
         }
     }
@@ -471,6 +507,168 @@ fn fit_and_prediction_errors_name_the_problem() {
             expected: 1
         })
     );
+}
+
+/// Samples of `truth` on the default grid's layers (as `calibrate` describes them), on
+/// `cores` of each of two core types.
+fn default_grid_calibration(truth: &Truth, cores: usize) -> Calibration {
+    let mut cal = Calibration::new(MachineInfo {
+        description: "synthetic, default grid".into(),
+        workers: 2 * cores,
+        core_types: core_types(&[cores, cores]),
+    });
+    for b in default_grid() {
+        let desc = describe_layers(&b.spec().expect("a grid layer"))[0];
+        for t in 0..2 {
+            for w in 1..=cores {
+                cal.samples.push(Sample {
+                    name: b.name.clone(),
+                    desc,
+                    core_type: t,
+                    width: w,
+                    ms: truth.ms(&desc, t, w),
+                });
+            }
+        }
+    }
+    cal
+}
+
+/// `calibrate`'s default grid has the depthwise samples [`Op::Depthwise`] needs: its fit
+/// succeeds on every core type, on one core and on two, and predicts MobileNet's depthwise
+/// convolutions, which the grid avoids, as the machine times them. Without the grid's 5×5
+/// layers `K` is 9 in every sample and the fit cannot tell `NKM` from `NM`.
+#[test]
+fn the_default_grid_fits_depthwise_convs() {
+    let truth = Truth::big_little(&[1.0, 2.0]);
+    let cal = default_grid_calibration(&truth, 2);
+    let depthwise = cal
+        .samples
+        .iter()
+        .filter(|s| s.desc.op == Op::Depthwise && s.core_type == 0 && s.width == 1)
+        .count();
+    assert!(depthwise >= 16, "{depthwise} depthwise layers in the grid");
+    let p = Predictor::fit(&cal).expect("fit");
+    for t in 0..2 {
+        let model = p.model(Op::Depthwise, t).expect("a depthwise model");
+        assert_eq!(model.samples, depthwise);
+        assert!(model.multi.is_some() && model.multi_samples == depthwise);
+    }
+    let mut checked = 0;
+    for name in ["mobilenet_v1", "mobilenet_v2"] {
+        let net = zoo::by_name(name).expect("a zoo net").expect("it builds");
+        for d in describe_layers(&net)
+            .iter()
+            .filter(|d| d.op == Op::Depthwise)
+        {
+            for (t, w) in [(0, 1), (0, 2), (1, 1), (1, 2)] {
+                let want = truth.ms(d, t, w);
+                let got = p.layer_ms(d, t, w).expect("prediction");
+                assert!(
+                    (got - want).abs() <= 1e-6 * want,
+                    "{name} {d}: {got} vs {want}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 13 + 17);
+    // the 5×5 layers are what make K vary
+    let mut only_3x3 = cal.clone();
+    only_3x3
+        .samples
+        .retain(|s| s.desc.op != Op::Depthwise || s.desc.k == 9);
+    assert!(matches!(
+        Predictor::fit(&only_3x3),
+        Err(PredictError::Singular {
+            op: Op::Depthwise,
+            rank: 2,
+            terms: 3,
+            ..
+        })
+    ));
+}
+
+/// A calibration saved before depthwise layers joined the grid (format version 1, no
+/// depthwise samples) still loads and fits, and predicts the nets without depthwise
+/// convolutions; a net with them fails with an error that names the missing kind and what
+/// to do.
+#[test]
+fn a_calibration_saved_before_depthwise_layers_loads_and_names_what_it_lacks() {
+    let truth = Truth::big_little(&[1.0, 2.0]);
+    let mut old = default_grid_calibration(&truth, 2);
+    old.samples.retain(|s| {
+        s.desc.op != Op::Depthwise && !s.name.starts_with("concat") && !s.name.starts_with("dw")
+    });
+    let text = old.to_json();
+    assert!(!text.contains("depthwise"));
+    let back = Calibration::from_json(&text).expect("an old calibration loads");
+    let p = Predictor::fit(&back).expect("and fits");
+    assert!(p.model(Op::Depthwise, 0).is_none());
+    for name in ["vgg16", "alexnet", "resnet50", "googlenet", "squeezenet1_1"] {
+        let net = zoo::by_name(name).expect("a zoo net").expect("it builds");
+        for unit in describe(&net) {
+            p.unit_ms(&unit, 1, 2)
+                .expect("predicted from the old calibration");
+        }
+    }
+    let mobilenet = describe(&zoo::mobilenet_v1().expect("MobileNet"));
+    let e = mobilenet
+        .iter()
+        .map(|u| p.unit_ms(u, 0, 1))
+        .find_map(Result::err)
+        .expect("a depthwise unit fails");
+    assert_eq!(
+        e,
+        PredictError::NoModel {
+            op: Op::Depthwise,
+            core_type: 0
+        }
+    );
+    let message = e.to_string();
+    assert!(
+        message.contains("depthwise layers") && message.contains("calibrate again"),
+        "{message}"
+    );
+    // a new calibration names the kind, and a kind this build does not know is a JSON
+    // error that names it
+    let new = default_grid_calibration(&truth, 1).to_json();
+    assert!(new.contains("\"op\": \"depthwise\""));
+    let unknown = new.replacen("\"op\": \"depthwise\"", "\"op\": \"winograd\"", 1);
+    match Calibration::from_json(&unknown) {
+        Err(PredictError::Json(e)) => assert!(e.contains("winograd"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Table III averages over the units holding a convolution: a unit of a depthwise
+/// convolution alone is one (Pipe-it counts MobileNet's "Conv DW" layers), a unit of a
+/// pooling alone is not.
+#[test]
+fn table_iii_counts_a_unit_of_a_depthwise_conv_alone() {
+    let truth = Truth::big_little(&[1.0, 2.0]);
+    let p = Predictor::fit(&calibration(&truth, &[1, 1], 0.0, 9)).expect("fit");
+    let units = describe(&zoo::mobilenet_v1().expect("MobileNet"));
+    let convs = units.iter().filter(|u| u.has_conv()).count();
+    let gemms = units.iter().filter(|u| u.has_gemm()).count();
+    // 14 convolutions and 13 depthwise ones, each a unit; gap and fc are not counted
+    assert_eq!((units.len(), convs, gemms), (29, 27, 14));
+    let measured: Vec<UnitTime> = (0..units.len())
+        .map(|unit| UnitTime {
+            unit,
+            core_type: 0,
+            width: 1,
+            ms: 1.0,
+        })
+        .collect();
+    let acc = accuracy(&p, &units, &measured).expect("accuracy");
+    let dw = units
+        .iter()
+        .position(|u| u.layers[0].op == Op::Depthwise)
+        .expect("a depthwise unit");
+    assert!(acc.rows[dw].gemm);
+    assert_eq!(acc.cells[0].gemm.count, 27);
+    assert_eq!(acc.cells[0].all.count, 29);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -756,7 +954,7 @@ fn resnet50_worked_example() {
     // a Hikey 970-like machine: A53 cores 2.5× slower than A73 cores on every kind, and
     // the paper's multi-core model (nothing repeated on every thread, ρ = 0)
     let mut truth = Truth::big_little(&[1.0, 2.5]);
-    truth.repeated = vec![vec![0.0; 4]; 2];
+    truth.repeated = vec![vec![0.0; Op::FITTED.len()]; 2];
     let p = Predictor::fit(&calibration(&truth, &[4, 4], 0.0, 6)).expect("fit");
     let m = TimeMatrix::predict(&p, &units, &[4, 4]).expect("matrix");
     let plan = plan(&m, &core_types(&[4, 4])).expect("plan");

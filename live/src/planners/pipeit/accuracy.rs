@@ -26,7 +26,7 @@ pub struct AccuracyRow {
     pub unit: usize,
     /// Its name.
     pub name: String,
-    /// Whether it holds a convolution.
+    /// Whether it holds a convolution, depthwise ones included ([`UnitDesc::has_conv`]).
     pub gemm: bool,
     /// Core type.
     pub core_type: usize,
@@ -73,14 +73,15 @@ impl ErrorStats {
 }
 
 /// The errors of one (core type, width): over the units that hold a convolution (Table
-/// III's "GEMM execution time … averaged across all convolutional layers") and over all.
+/// III's "GEMM execution time … averaged across all convolutional layers"; a depthwise
+/// convolution counts, as MobileNet's "Conv DW" layers do in the paper) and over all.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AccuracyCell {
     /// Core type.
     pub core_type: usize,
     /// Width.
     pub width: usize,
-    /// Units holding a convolution.
+    /// Units holding a convolution ([`UnitDesc::has_conv`]).
     pub gemm: ErrorStats,
     /// All units.
     pub all: ErrorStats,
@@ -144,7 +145,7 @@ pub fn accuracy(
         rows.push(AccuracyRow {
             unit: m.unit,
             name: unit.name.clone(),
-            gemm: unit.has_gemm(),
+            gemm: unit.has_conv(),
             core_type: m.core_type,
             width: m.width,
             measured_ms: m.ms,

@@ -19,8 +19,12 @@
 //!   the L2 cache as the zoo's do; 8 max/avg poolings (with and without padding), 3 global
 //!   average poolings and 12 element-wise layers (ReLU, batchnorm, residual add) of several
 //!   sizes and channel counts (the channel counts vary the chunk count, which Eq. 8 needs
-//!   varied). No grid layer has the
-//!   sizes of a layer of the zoo's nets, so the report measures prediction, not recall.
+//!   varied); 4 concats (a tensor joined to itself, 32–896 channels out), fitted with the
+//!   element-wise layers; and 20 depthwise convolutions for
+//!   [`Op::Depthwise`](super::Op::Depthwise), spanning MobileNet V1's and V2's: 3×3 at
+//!   strides 1 and 2, 32–1024 channels, output planes 7×7 to 112×112, plus four 5×5 so that
+//!   `K` varies. 125 layers in all. No grid layer has the sizes of a layer of a zoo net
+//!   (any of `zoo::NAMES`), so the report measures prediction, not recall.
 //! - **A measurement** is `taopipe_live::planners::mosaic::unit_times`: a unit alone on a place
 //!   (`Model::stage_graph`), one `rt.run` per run, timed from the calling thread (so an
 //!   emulated slow core's stall counts), the median of the repetitions; the first
@@ -120,15 +124,15 @@ fn conv_layer(c: usize, i: usize, m: usize, f: usize, s: usize) -> BenchLayer {
 }
 
 /// The default micro-benchmark grid (see the module docs): 64 convolutions, 14 fully
-/// connected layers, 11 poolings and 12 element-wise layers, none with the sizes of a layer
-/// of VGG16, AlexNet or ResNet50.
+/// connected layers, 11 poolings, 16 element-wise layers (4 of them concats) and 20
+/// depthwise convolutions, 125 in all, none with the sizes of a layer of a zoo net.
 ///
 /// ```
 /// use taopipe_live::planners::pipeit::default_grid;
 /// use taopipe_live::planners::pipeit::{describe_layers, Op};
 ///
 /// let grid = default_grid();
-/// assert_eq!(grid.len(), 64 + 14 + 11 + 12);
+/// assert_eq!(grid.len(), 64 + 14 + 11 + 16 + 20);
 /// for b in &grid {
 ///     let d = describe_layers(&b.spec()?)[0];
 ///     assert_ne!(d.op, Op::Free, "{}", b.name);
@@ -194,10 +198,10 @@ pub fn default_grid() -> Vec<BenchLayer> {
         }
     }
     for (c, i, k, p, max) in [
-        (64, 112, 3, 0, true),
+        (64, 120, 3, 0, true),
         (24, 224, 2, 0, true),
         (128, 56, 2, 0, false),
-        (256, 28, 3, 0, true),
+        (256, 30, 3, 0, true),
         (10, 56, 3, 0, false),
         (384, 14, 2, 0, true),
         (32, 112, 3, 1, true),
@@ -243,14 +247,73 @@ pub fn default_grid() -> Vec<BenchLayer> {
             });
         }
     }
+    // concats (GoogLeNet's and SqueezeNet's modules): the input joined to itself, 2c
+    // channels out
+    for (c, i) in [(16, 112), (64, 56), (256, 28), (448, 14)] {
+        grid.push(BenchLayer {
+            name: format!("concat 2x{c}@{i}"),
+            input: Shape::new(c, i, i),
+            kind: LayerKind::Concat {
+                from: vec![INPUT.to_string(), INPUT.to_string()],
+            },
+        });
+    }
+    grid.extend(depthwise_grid());
     grid
+}
+
+/// The depthwise convolutions of the grid: MobileNet's 3×3 ones at strides 1 and 2, 32 to
+/// 1024 channels, output planes 7 to 112, none of a zoo net's shape; and four 5×5 ones
+/// (EfficientNet's), without which `K` would be 9 in every sample and the terms `NKM` and
+/// `NM` of [`Op::Depthwise`](super::Op::Depthwise) could not be told apart. Most have
+/// 32 chunks, as most of MobileNet's do; 50, 116 and 46 channels give 25, 29 and 23
+/// (MobileNetV2's 144 channels give 29): with odd chunk counts among the even ones, Eq. 8's
+/// `α₁` and `α₃` can be told apart on 2 cores.
+fn depthwise_grid() -> Vec<BenchLayer> {
+    let (k3, k5) = (3, 5);
+    [
+        (48, 112, k3, 1),
+        (50, 56, k3, 1),
+        (72, 56, k3, 1),
+        (160, 28, k3, 1),
+        (384, 28, k3, 1),
+        (320, 14, k3, 1),
+        (1024, 14, k3, 1),
+        (768, 7, k3, 1),
+        (32, 112, k3, 2),
+        (116, 112, k3, 2),
+        (46, 56, k3, 2),
+        (288, 56, k3, 2),
+        (240, 28, k3, 2),
+        (448, 28, k3, 2),
+        (640, 14, k3, 2),
+        (896, 14, k3, 2),
+        (64, 56, k5, 1),
+        (240, 28, k5, 2),
+        (480, 14, k5, 1),
+        (672, 14, k5, 2),
+    ]
+    .into_iter()
+    .map(|(c, i, f, s)| BenchLayer {
+        name: format!("dwconv {c} {f}x{f}/{s} @{i}"),
+        input: Shape::new(c, i, i),
+        kind: LayerKind::Conv2d {
+            out_channels: c,
+            kernel: (f, f),
+            stride: (s, s),
+            padding: (f / 2, f / 2),
+            groups: c,
+            relu: true,
+        },
+    })
+    .collect()
 }
 
 /// The descriptors of every layer of the zoo's nets (the grid avoids them).
 fn zoo_descriptors() -> HashSet<LayerDesc> {
-    [zoo::vgg16(), zoo::alexnet(), zoo::resnet50()]
-        .into_iter()
-        .flatten()
+    zoo::NAMES
+        .iter()
+        .filter_map(|name| zoo::by_name(name)?.ok())
         .flat_map(|spec| describe_layers(&spec))
         .collect()
 }
@@ -434,10 +497,14 @@ pub fn measure_units(
 #[cfg(test)]
 mod tests {
     use crate::planners::pipeit::{Op, Predictor, accuracy, describe};
+    use taopipe_dsl::Source;
     use taopipe_nets::{
-        Activation, Conv2d, Conv2dParams, GlobalAvgPool, Kernel, Linear, Pool2d, PoolParams,
+        Activate, Activation, Add, Affine, Concat, Conv2d, Conv2dParams, DepthwiseConv2d,
+        DepthwiseParams, GlobalAvgPool, GroupedConv2d, Kernel, Linear, Pool2d, PoolParams, Softmax,
     };
     use taopipe_runtime::Topology;
+
+    use std::collections::BTreeSet;
 
     use super::*;
 
@@ -445,70 +512,273 @@ mod tests {
         taopipe_nets::Shape::new(s.c, s.h, s.w)
     }
 
-    /// The tuner describes layers without the nets crate; its chunk counts (Eq. 8's
-    /// `n_iter`) must be the kernels' own, on every layer of the zoo.
-    #[test]
-    fn descriptor_chunks_are_the_kernels_chunks() {
-        for name in ["vgg16", "alexnet", "resnet50"] {
-            let spec = taopipe_nets::zoo::by_name(name)
-                .expect("a zoo net")
-                .expect("it builds");
-            for (layer, desc) in spec.layers().iter().zip(describe_layers(&spec)) {
-                let input = shape(layer.input());
-                let chunks = match layer.kind() {
-                    LayerKind::Conv2d {
-                        out_channels,
-                        kernel,
-                        stride,
-                        padding,
-                        ..
-                    } => {
-                        let p = Conv2dParams {
-                            in_channels: input.c,
-                            out_channels: *out_channels,
-                            kernel: *kernel,
-                            stride: *stride,
-                            padding: *padding,
-                            act: Activation::None,
-                        };
-                        Conv2d::new(p, input, vec![0.0; p.weight_len()], None)
-                            .expect("conv")
-                            .chunks()
-                    }
-                    // the chunk plan of an FC layer depends on its outputs only
-                    LayerKind::Fc { out_features, .. } => Linear::new(
-                        taopipe_nets::Shape::vector(3),
-                        *out_features,
-                        vec![0.0; 3 * out_features],
-                        None,
-                        false,
-                    )
-                    .expect("fc")
-                    .chunks(),
-                    LayerKind::MaxPool {
-                        kernel,
-                        stride,
-                        padding,
-                        ..
-                    } => Pool2d::new(PoolParams::max(kernel.0, stride.0, padding.0), input)
-                        .expect("pool")
-                        .chunks(),
-                    LayerKind::GlobalAvgPool => GlobalAvgPool::new(input).chunks(),
-                    LayerKind::ResidualAdd { .. } => taopipe_nets::Add::new(input, false).chunks(),
-                    _ => continue, // folded, fused or not in the zoo
-                };
-                assert_eq!(desc.iters, chunks as u64, "{name} {}", layer.name());
-            }
+    /// Zero weights: the kernels' chunk plans and the model's folding need only shapes.
+    struct Zeros;
+
+    impl taopipe_nets::Weights for Zeros {
+        fn tensor(
+            &self,
+            _name: &str,
+            shape: &[usize],
+            _init: taopipe_nets::Init,
+        ) -> Result<Vec<f32>, taopipe_nets::WeightError> {
+            Ok(vec![0.0; shape.iter().product()])
         }
+    }
+
+    /// The kernel the nets crate builds for `layer` (index `i` of `spec`) run alone, without
+    /// the layers it may absorb: what its descriptor's chunk count must match. `None` for a
+    /// flatten, which runs no kernel.
+    fn kernel_of(spec: &NetSpec, i: usize) -> Option<Box<dyn Kernel>> {
+        let layer = &spec.layers()[i];
+        let input = shape(layer.input());
+        Some(match layer.kind() {
+            LayerKind::Conv2d {
+                out_channels,
+                kernel,
+                stride,
+                padding,
+                groups,
+                ..
+            } => {
+                let p = Conv2dParams {
+                    in_channels: input.c,
+                    out_channels: *out_channels,
+                    kernel: *kernel,
+                    stride: *stride,
+                    padding: *padding,
+                    act: Activation::None,
+                };
+                let w = vec![0.0; p.weight_len() / groups];
+                if *groups == 1 {
+                    Box::new(Conv2d::new(p, input, w, None).expect("conv"))
+                } else if *groups == input.c && *groups == *out_channels {
+                    let d = DepthwiseParams {
+                        channels: input.c,
+                        kernel: *kernel,
+                        stride: *stride,
+                        padding: *padding,
+                        act: Activation::None,
+                    };
+                    Box::new(DepthwiseConv2d::new(d, input, w, None).expect("dwconv"))
+                } else {
+                    Box::new(GroupedConv2d::new(p, *groups, input, w, None, None).expect("grouped"))
+                }
+            }
+            // the chunk plan of an FC layer depends on its outputs only
+            LayerKind::Fc { out_features, .. } => Box::new(
+                Linear::new(
+                    taopipe_nets::Shape::vector(3),
+                    *out_features,
+                    vec![0.0; 3 * out_features],
+                    None,
+                    false,
+                )
+                .expect("fc"),
+            ),
+            LayerKind::MaxPool {
+                kernel,
+                stride,
+                padding,
+                padding_end,
+                ceil,
+            }
+            | LayerKind::AvgPool {
+                kernel,
+                stride,
+                padding,
+                padding_end,
+                ceil,
+            } => {
+                let p = if matches!(layer.kind(), LayerKind::MaxPool { .. }) {
+                    PoolParams::max(kernel.0, stride.0, padding.0)
+                } else {
+                    PoolParams::avg(kernel.0, stride.0, padding.0)
+                };
+                let p = p.with_padding_end(padding_end.0).with_ceil(*ceil);
+                Box::new(Pool2d::new(p, input).expect("pool"))
+            }
+            LayerKind::GlobalAvgPool => Box::new(GlobalAvgPool::new(input)),
+            LayerKind::Relu => Box::new(Activate::new(input, Activation::Relu)),
+            LayerKind::Clip { min, max } => Box::new(Activate::new(
+                input,
+                Activation::Clip {
+                    min: *min,
+                    max: *max,
+                },
+            )),
+            LayerKind::LeakyRelu { slope } => Box::new(Activate::new(
+                input,
+                Activation::LeakyRelu { slope: *slope },
+            )),
+            LayerKind::BatchNorm { .. } => Box::new(
+                Affine::new(input, vec![1.0; input.c], vec![0.0; input.c], false).expect("bn"),
+            ),
+            LayerKind::ResidualAdd { .. } => Box::new(Add::new(input, false)),
+            LayerKind::Concat { .. } => {
+                let shapes: Vec<taopipe_nets::Shape> = layer
+                    .reads(i)
+                    .map(|s| match s {
+                        Source::Layer(j) => shape(spec.layers()[j].output()),
+                        _ => shape(spec.input()),
+                    })
+                    .collect();
+                Box::new(Concat::new(&shapes).expect("concat"))
+            }
+            LayerKind::Softmax => Box::new(Softmax::new(input)),
+            LayerKind::Flatten => return None,
+        })
+    }
+
+    /// Checks that `describe_layers(spec)` mirrors what the nets crate builds: a layer is
+    /// [`Op::Free`] exactly where the built model runs no task for it (folded, fused,
+    /// flatten), [`Op::Depthwise`] exactly where its kernel is a `dwconv`, and every
+    /// other layer's chunk count (Eq. 8's `n_iter`) is its kernel's own. Returns the
+    /// `layer kind/kernel kind` pairs of the layers that ran a task.
+    fn check_mirrors(spec: &NetSpec) -> BTreeSet<String> {
+        let name = spec.name();
+        let model = Model::build(spec.clone(), &Zeros).expect("model");
+        let descs = describe_layers(spec);
+        assert_eq!(descs.len(), spec.len(), "{name}");
+        let mut seen = BTreeSet::new();
+        for (i, (layer, desc)) in spec.layers().iter().zip(&descs).enumerate() {
+            let at = format!("{name} {}: {desc}", layer.name());
+            assert_eq!(desc.op == Op::Free, !model.runs_task(i), "{at}");
+            if desc.op == Op::Free {
+                continue;
+            }
+            let kernel = kernel_of(spec, i).expect("a layer that runs a kernel");
+            assert_eq!(desc.iters, kernel.chunks() as u64, "{at}");
+            assert_eq!(
+                desc.op == Op::Depthwise,
+                kernel.kind() == "dwconv",
+                "{at}: {}",
+                kernel.kind()
+            );
+            seen.insert(format!("{}/{}", layer.kind().short_name(), kernel.kind()));
+        }
+        seen
+    }
+
+    /// The tuner describes layers without the nets crate; on every layer of every zoo net
+    /// its descriptors must mirror what the nets crate builds ([`check_mirrors`]).
+    #[test]
+    fn descriptors_mirror_the_kernels_and_the_model_on_every_zoo_net() {
+        let mut seen = BTreeSet::new();
+        for name in zoo::NAMES {
+            let spec = zoo::by_name(name).expect("a zoo net").expect("it builds");
+            seen.extend(check_mirrors(&spec));
+        }
+        let seen: Vec<&str> = seen.iter().map(String::as_str).collect();
+        assert_eq!(seen, ZOO_KINDS, "the kinds of layer the zoo runs as tasks");
+    }
+
+    /// The kinds of layer that run a task somewhere in the zoo, with their kernels: every
+    /// activation, batchnorm and residual add of the zoo is folded or fused.
+    const ZOO_KINDS: [&str; 6] = [
+        "concat/concat",
+        "conv/conv",
+        "conv/dwconv",
+        "fc/fc",
+        "gap/gap",
+        "maxpool/maxpool",
+    ];
+
+    /// The same on a net with the kinds and fusions the zoo lacks: a grouped convolution
+    /// with its batchnorm folded and a leaky ReLU fused, a ReLU6 fused into a depthwise
+    /// conv, stand-alone clip, leaky ReLU and batchnorm, a residual add fused into a
+    /// convolution read by a branch and one not fused (its conv has a ReLU of its own), an
+    /// average pool in ceil mode.
+    #[test]
+    fn descriptors_mirror_the_kernels_and_the_model_beyond_the_zoo() {
+        let dw = |c| LayerKind::Conv2d {
+            out_channels: c,
+            kernel: (3, 3),
+            stride: (1, 1),
+            padding: (1, 1),
+            groups: c,
+            relu: false,
+        };
+        let grouped = LayerKind::Conv2d {
+            out_channels: 48,
+            kernel: (3, 3),
+            stride: (2, 2),
+            padding: (1, 1),
+            groups: 4,
+            relu: false,
+        };
+        let spec = NetSpec::builder("beyond", Shape::new(16, 30, 30))
+            .layer("grouped", grouped)
+            .batch_norm("grouped_bn")
+            .leaky_relu("grouped_leaky", 0.1)
+            .layer("dw", dw(48))
+            .layer("dw_clip", LayerKind::RELU6)
+            .max_pool("pool", 2, 2)
+            .clip("clip", -1.0, 1.0)
+            .leaky_relu("leaky", 0.2)
+            .batch_norm("bn")
+            .layer("dw2", dw(48))
+            .batch_norm("dw2_bn")
+            .layer_from("side", LayerKind::conv(48, (1, 1), (1, 1), (0, 0)), "bn")
+            .residual_add("add", "dw2_bn")
+            .conv_relu("c", 48, 1, 1, 0)
+            .residual_add_relu("add2", "add")
+            .concat("cat", &["add2", "bn"])
+            .layer(
+                "avg",
+                LayerKind::AvgPool {
+                    kernel: (3, 3),
+                    stride: (2, 2),
+                    padding: (0, 0),
+                    padding_end: (0, 0),
+                    ceil: true,
+                },
+            )
+            .fc("fc", 10)
+            .relu("fc_relu")
+            .softmax("sm")
+            .build()
+            .expect("net");
+        let seen = check_mirrors(&spec);
+        for kind in [
+            "conv/conv",
+            "clip/clip",
+            "leakyrelu/leakyrelu",
+            "batchnorm/affine",
+        ] {
+            assert!(seen.contains(kind), "{kind} not in {seen:?}");
+        }
+        let ops: Vec<Op> = describe_layers(&spec).iter().map(|d| d.op).collect();
+        use Op::{Depthwise as D, Elementwise as E, Free as F, Gemm as G};
+        #[rustfmt::skip]
+        let want = vec![
+            G, F, F,       // grouped conv, its bn folded, its leaky ReLU fused
+            D, F,          // depthwise, ReLU6 fused
+            Op::Pool, E, E, E, // stand-alone clip, leaky ReLU and batchnorm
+            D, F,          // depthwise, bn folded (the add reads the bn, not the conv)
+            G, F,          // a plain conv, the residual add after it fused into its store
+            G, E,          // a conv with a ReLU of its own: the add after it is not fused
+            E,             // the concat
+            Op::Pool, Op::Gemv, F, E, // avg pool, fc with its ReLU fused, softmax
+        ];
+        assert_eq!(ops, want);
     }
 
     #[test]
     fn the_grid_holds_no_layer_of_the_zoo() {
         let zoo = zoo_descriptors();
         assert!(zoo.len() > 30);
+        let mut grid = HashSet::new();
         for b in default_grid() {
             let d = describe_layers(&b.spec().expect("a grid layer"))[0];
             assert!(!zoo.contains(&d), "{} is a zoo layer", b.name);
+            // and no two depthwise layers are one point of the regression (a relu and a
+            // batchnorm of one shape are, by design: one element-wise kind)
+            assert!(
+                d.op != Op::Depthwise || grid.insert(d),
+                "{} is another grid layer's {d}",
+                b.name
+            );
         }
     }
 

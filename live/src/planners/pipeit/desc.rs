@@ -22,18 +22,27 @@ pub enum Op {
     /// Max/average pooling: `N` output plane, `K` window elements, `M` channels; terms
     /// `NKM` (window reads), `NM` (writes), `1`.
     Pool,
-    /// Element-wise layers and streaming reductions (a stand-alone ReLU, a batchnorm not
-    /// folded, a residual add, softmax, global average pooling): `N` plane, `K` values read
-    /// per output value, `M` channels; terms as [`Op::Pool`].
+    /// A depthwise convolution (the nets crate's `DepthwiseConv2d`: a group per channel,
+    /// as many outputs as inputs, MobileNet's): `N` output plane, `K = R·S` taps, `M`
+    /// channels; terms as [`Op::Pool`] (`NKM` multiply-adds, `NM` outputs, `1`). It has no
+    /// reduction across channels, so no GEMM: it is bound by memory as a pooling is, with
+    /// a cost per tap of its own.
+    Depthwise,
+    /// Element-wise layers, copies and streaming reductions (a stand-alone activation, a
+    /// batchnorm not folded, a residual add not fused, a concat, softmax, global average
+    /// pooling): `N` plane, `K` values read per output value, `M` channels; terms as
+    /// [`Op::Pool`].
     Elementwise,
-    /// A layer that runs no task: a batchnorm folded into its convolution, a ReLU fused into
-    /// its producer, a flatten. Predicted 0 ms.
+    /// A layer that runs no task: a batchnorm folded into its convolution, an activation or
+    /// a residual add fused into its producer's store, a flatten. Predicted 0 ms.
     Free,
 }
 
 impl Op {
-    /// The kinds that have a fitted regression, in the order of [`Op::index`].
-    pub const FITTED: [Op; 4] = [Op::Gemm, Op::Gemv, Op::Pool, Op::Elementwise];
+    /// The kinds that have a fitted regression, in the order of [`Op::index`]. A kind added
+    /// later goes last, so the indices of the others (a serialized
+    /// [`Predictor`](super::Predictor)'s rows) do not move.
+    pub const FITTED: [Op; 5] = [Op::Gemm, Op::Gemv, Op::Pool, Op::Elementwise, Op::Depthwise];
 
     /// Position in [`Op::FITTED`]; `None` for [`Op::Free`].
     pub fn index(self) -> Option<usize> {
@@ -51,18 +60,19 @@ impl Op {
         match self {
             Op::Gemm => 8,
             Op::Gemv => 4,
-            Op::Pool | Op::Elementwise => 3,
+            Op::Pool | Op::Elementwise | Op::Depthwise => 3,
             Op::Free => 0,
         }
     }
 
-    /// A short name: `gemm`, `gemv`, `pool`, `elementwise`, `free`.
+    /// A short name: `gemm`, `gemv`, `pool`, `elementwise`, `depthwise`, `free`.
     pub fn name(self) -> &'static str {
         match self {
             Op::Gemm => "gemm",
             Op::Gemv => "gemv",
             Op::Pool => "pool",
             Op::Elementwise => "elementwise",
+            Op::Depthwise => "depthwise",
             Op::Free => "free",
         }
     }
@@ -126,7 +136,7 @@ impl LayerDesc {
         match self.op {
             Op::Gemm => vec![n, k, m, n * k, k * m, n * m, n * k * m, 1.0],
             Op::Gemv => vec![k, m, k * m, 1.0],
-            Op::Pool | Op::Elementwise => vec![n * k * m, n * m, 1.0],
+            Op::Pool | Op::Elementwise | Op::Depthwise => vec![n * k * m, n * m, 1.0],
             Op::Free => Vec::new(),
         }
     }
@@ -154,9 +164,36 @@ pub struct UnitDesc {
 }
 
 impl UnitDesc {
-    /// Whether the unit holds a convolution (the layers Table III averages over).
+    /// Whether the unit holds a convolution run as a GEMM ([`Op::Gemm`]: a plain or grouped
+    /// one).
     pub fn has_gemm(&self) -> bool {
         self.layers.iter().any(|l| l.op == Op::Gemm)
+    }
+
+    /// Whether the unit holds a convolution of any kind ([`Op::Gemm`] or
+    /// [`Op::Depthwise`]): the units Table III averages over. Pipe-it counts MobileNet's
+    /// depthwise convolutions ("Conv DW") among its 28 layers, so a unit of a depthwise
+    /// convolution alone counts.
+    ///
+    /// ```
+    /// use taopipe_dsl::{LayerKind, NetSpec, Shape};
+    /// use taopipe_live::planners::pipeit::describe;
+    ///
+    /// let dw = LayerKind::Conv2d { out_channels: 32, kernel: (3, 3), stride: (1, 1),
+    ///     padding: (1, 1), groups: 32, relu: true };
+    /// let net = NetSpec::builder("n", Shape::new(32, 56, 56))
+    ///     .layer("dw", dw)
+    ///     .max_pool("pool", 2, 2)
+    ///     .build()?;
+    /// let units = describe(&net);
+    /// assert!(units[0].has_conv() && !units[0].has_gemm());
+    /// assert!(!units[1].has_conv());
+    /// # Ok::<(), taopipe_dsl::DslError>(())
+    /// ```
+    pub fn has_conv(&self) -> bool {
+        self.layers
+            .iter()
+            .any(|l| matches!(l.op, Op::Gemm | Op::Depthwise))
     }
 }
 
@@ -198,20 +235,50 @@ pub fn describe_layers(net: &NetSpec) -> Vec<LayerDesc> {
             LayerKind::Conv2d {
                 out_channels,
                 kernel,
+                groups,
                 relu,
                 ..
             } => {
-                out.push(LayerDesc::new(
-                    Op::Gemm,
-                    plane(output),
-                    (kernel.0 * kernel.1 * input.c) as u64,
-                    *out_channels as u64,
-                    chunk_count(*out_channels, 4, 4),
-                ));
+                // The nets crate's `build_conv`: one group is a `Conv2d`, a group per channel
+                // with as many outputs as inputs a `DepthwiseConv2d`, any other a
+                // `GroupedConv2d` (a `Conv2d` per group; chunks of whole groups).
+                let (c, m, g) = (input.c, *out_channels, (*groups).max(1));
+                let taps = kernel.0 * kernel.1;
+                out.push(if g == 1 {
+                    LayerDesc::new(
+                        Op::Gemm,
+                        plane(output),
+                        (taps * c) as u64,
+                        m as u64,
+                        chunk_count(m, 4, 4),
+                    )
+                } else if g == c && g == m {
+                    LayerDesc::new(
+                        Op::Depthwise,
+                        plane(output),
+                        taps as u64,
+                        c as u64,
+                        chunk_count(c, 1, 1),
+                    )
+                } else {
+                    LayerDesc::new(
+                        Op::Gemm,
+                        plane(output),
+                        (taps * c / g) as u64,
+                        m as u64,
+                        chunk_count(m, m / g, m / g),
+                    )
+                });
+                // `Model::build_with`: a batchnorm that reads the conv alone is folded; then
+                // a residual add right after goes into a plain conv's store (with its ReLU),
+                // else an activation right after into any conv's store.
                 let bn = absorbed(i, |k| matches!(k, LayerKind::BatchNorm { .. }));
                 let last = if bn { i + 1 } else { i };
-                let fused = !*relu && absorbed(last, |k| matches!(k, LayerKind::Relu));
-                let merged = usize::from(bn) + usize::from(fused);
+                let add = g == 1
+                    && !*relu
+                    && absorbed(last, |k| matches!(k, LayerKind::ResidualAdd { .. }));
+                let act = !add && !*relu && absorbed(last, LayerKind::is_activation);
+                let merged = usize::from(bn) + usize::from(add) + usize::from(act);
                 out.extend((0..merged).map(|_| LayerDesc::new(Op::Free, 0, 0, 0, 1)));
                 i += 1 + merged;
                 continue;
@@ -256,12 +323,21 @@ pub fn describe_layers(net: &NetSpec) -> Vec<LayerDesc> {
                 input.c as u64,
                 chunk_count(input.c, 1, 1),
             )),
-            LayerKind::ResidualAdd { .. } | LayerKind::Concat { .. } => out.push(LayerDesc::new(
+            LayerKind::ResidualAdd { .. } => out.push(LayerDesc::new(
                 Op::Elementwise,
                 plane(input),
                 2,
                 input.c as u64,
                 chunk_count(input.c, 1, 1),
+            )),
+            // a copy: each output value is one value read (of one of the inputs); chunks of
+            // the output's channels (its input is only the first of the tensors joined)
+            LayerKind::Concat { .. } => out.push(LayerDesc::new(
+                Op::Elementwise,
+                plane(output),
+                1,
+                output.c as u64,
+                chunk_count(output.c, 1, 1),
             )),
             LayerKind::Softmax => out.push(LayerDesc::new(
                 Op::Elementwise,

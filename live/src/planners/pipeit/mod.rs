@@ -58,27 +58,44 @@
 //! | layer | op | N | K | M |
 //! |---|---|---|---|---|
 //! | conv (Eq. 3–4) | `gemm` | `Ho·Wo` | `R·S·C` | out channels |
+//! | grouped conv (`g` groups, not depthwise) | `gemm` | `Ho·Wo` | `R·S·C/g` | out channels |
+//! | depthwise conv (`g` = in = out channels) | `depthwise` | `Ho·Wo` | `R·S` | channels |
 //! | fc | `gemv` | 1 | inputs | outputs |
 //! | max/avg pool | `pool` | `Ho·Wo` | `R·S` | channels |
 //! | global avg pool | `elementwise` | 1 | `H·W` | channels |
-//! | relu, batchnorm | `elementwise` | `H·W` | 1 | channels |
+//! | relu, clip (ReLU6), leaky relu, batchnorm | `elementwise` | `H·W` | 1 | channels |
 //! | residual add | `elementwise` | `H·W` | 2 | channels |
+//! | concat | `elementwise` | `H·W` | 1 | output channels |
 //! | softmax | `elementwise` | elements | 3 (max, sum, scale) | 1 |
-//! | folded batchnorm, fused relu, flatten | `free` | – | – | – |
+//! | folded batchnorm, fused activation or residual add, flatten | `free` | – | – | – |
 //!
 //! Decisions where the paper is silent or does otherwise:
 //! - The paper predicts convolutions, and FC layers "with the regression-based model";
 //!   pooling and element-wise layers are "part of the previous convolutional layer". We
 //!   predict every layer that runs a task, each kind with its own regression: `gemm` with
 //!   Eq. 5's 8 terms; `gemv` with Eq. 5 at `N = 1`, which leaves the terms `K, M, KM, 1`
-//!   (the paper observes time linear in the input size for a given output size); `pool` and
-//!   `elementwise` with `NKM` (values read), `NM` (values written) and a constant.
-//! - Layers the nets crate merges at load time cost nothing (`free`): a batchnorm right
-//!   after a convolution that only it reads is folded into the weights, a ReLU after such a
-//!   layer is fused, `flatten` is a reshape. [`describe_layers`] applies the same rule.
+//!   (the paper observes time linear in the input size for a given output size); `pool`,
+//!   `depthwise` and `elementwise` with `NKM` (values read, or multiply-adds), `NM`
+//!   (values written) and a constant.
+//! - The paper runs MobileNet's depthwise convolutions ("Conv DW") through the GEMM model
+//!   like the others. Ours run a kernel of their own (the nets crate's `DepthwiseConv2d`),
+//!   with no GEMM and no reduction across channels: `K = R·S` is 9 and `N·K·M` a few
+//!   million multiply-adds, far below the GEMM samples, and the time is memory-bound, so
+//!   they get a regression of their own (`depthwise`), fitted on depthwise samples of the
+//!   grid. A grouped convolution that is not depthwise runs a GEMM per group and is
+//!   described as one GEMM of the whole layer's `N` and `M` with `K = R·S·C/g` (the same
+//!   multiply-adds); none of the zoo's nets has one.
+//! - Layers the nets crate merges at load time cost nothing (`free`), by the rules of
+//!   `Model::build_with`: a batchnorm right after a convolution that only it reads is
+//!   folded into the weights (any groups); then a residual add right after a plain
+//!   (one-group) convolution without a ReLU of its own goes into its store, else an
+//!   activation (ReLU, clip, leaky ReLU) right after any convolution (a ReLU after an FC
+//!   layer); `flatten` is a reshape. [`describe_layers`] applies the same rules, and a
+//!   test checks it against the layers the built model runs, on every net of the zoo.
 //! - `n_iter` is the kernel's chunk count (the nets crate's `ChunkPlan` rule: at most 32
-//!   chunks of whole channels, 128 for FC; ≥ 4 channels per chunk for conv), not
-//!   `N / ts`: our kernels split output channels, not image-matrix rows.
+//!   chunks of whole channels, 128 for FC; ≥ 4 channels per chunk for conv, whole groups
+//!   for a grouped conv, output channels for a concat), not `N / ts`: our kernels split
+//!   output channels, not image-matrix rows.
 //!
 //! # The predictor
 //!

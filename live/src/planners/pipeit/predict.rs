@@ -10,6 +10,12 @@ use super::lstsq::lstsq;
 use taopipe_tuner::median;
 
 /// The format of [`Calibration`] files this crate writes and reads.
+///
+/// Still 1 since [`Op::Depthwise`] joined: a file saved before has the same fields and
+/// kinds of sample, so it loads and fits as it did. It has no depthwise samples, so
+/// predicting a depthwise convolution from it fails with [`PredictError::NoModel`]; other
+/// layers predict as before. (A file that names a kind this build does not know fails to
+/// load with [`PredictError::Json`], naming the kind.)
 pub const CALIBRATION_VERSION: u32 = 1;
 
 /// One core type: a run of identical workers (a `taopipe_live::devices` device), fastest first
@@ -194,8 +200,13 @@ pub enum PredictError {
         /// The core type.
         core_type: usize,
     },
-    /// The calibration has no single-core samples of this kind on this core type.
-    #[error("no calibration samples of {op} layers on core type {core_type}")]
+    /// The calibration has no single-core samples of this kind on this core type: its grid
+    /// had none (a calibration saved before `depthwise` layers joined the default grid has
+    /// none of them, so it still predicts VGG16, AlexNet or ResNet50 but not MobileNet).
+    #[error(
+        "no calibration samples of {op} layers on core type {core_type} (the calibration's \
+         grid had none; calibrate again with this build's default grid)"
+    )]
     NoModel {
         /// The kind.
         op: Op,

@@ -169,6 +169,100 @@ fn descriptors_fold_and_fuse_like_the_model_builder() {
 }
 
 #[test]
+fn descriptors_of_grouped_depthwise_and_concat_layers() {
+    let conv = |out_channels, kernel, stride, groups| LayerKind::Conv2d {
+        out_channels,
+        kernel: (kernel, kernel),
+        stride: (stride, stride),
+        padding: (kernel / 2, kernel / 2),
+        groups,
+        relu: false,
+    };
+    // depthwise (MobileNet's 3×3/2 on 64@112): N the output plane, K the taps, M channels,
+    // chunks of whole channels (at most 32)
+    let d = one(conv(64, 3, 2, 64), Shape::new(64, 112, 112));
+    assert_eq!(
+        (d.op, d.n, d.k, d.m, d.iters),
+        (Op::Depthwise, 56 * 56, 9, 64, 32)
+    );
+    let d = one(conv(144, 5, 1, 144), Shape::new(144, 7, 7));
+    assert_eq!(
+        (d.op, d.n, d.k, d.m, d.iters),
+        (Op::Depthwise, 49, 25, 144, 29)
+    );
+    let d = one(conv(3, 3, 1, 3), Shape::new(3, 8, 8));
+    assert_eq!((d.op, d.iters), (Op::Depthwise, 3));
+    // a channel multiplier (out ≠ in) is a grouped conv, not a depthwise one: a GEMM of
+    // K = R·S·C/g, chunks of whole groups
+    let g = one(conv(64, 3, 1, 32), Shape::new(32, 14, 14));
+    assert_eq!((g.op, g.n, g.k, g.m, g.iters), (Op::Gemm, 196, 9, 64, 32));
+    let g = one(conv(96, 3, 1, 4), Shape::new(64, 14, 14));
+    assert_eq!((g.op, g.k, g.m, g.iters), (Op::Gemm, 9 * 16, 96, 4)); // 24 per group
+    let g = one(conv(256, 1, 1, 8), Shape::new(128, 7, 7));
+    assert_eq!((g.op, g.k, g.iters), (Op::Gemm, 16, 8)); // groups of 32 channels
+    let g = one(conv(64, 1, 1, 64), Shape::new(128, 7, 7)); // 2 inputs per output
+    assert_eq!((g.op, g.k, g.iters), (Op::Gemm, 2, 32));
+    // a concat: a copy of every output value, chunks of the output's channels
+    let net = NetSpec::builder("n", Shape::new(16, 28, 28))
+        .conv_relu("a", 24, 1, 1, 0)
+        .layer_from("b", LayerKind::conv(40, (3, 3), (1, 1), (1, 1)), "input")
+        .concat("cat", &["a", "b", "input"])
+        .build()
+        .expect("net");
+    let d = describe_layers(&net)[2];
+    assert_eq!(
+        (d.op, d.n, d.k, d.m, d.iters),
+        (Op::Elementwise, 784, 1, 80, 27)
+    );
+}
+
+#[test]
+fn activations_fold_and_fuse_like_the_model_builder() {
+    let dw = |c| LayerKind::Conv2d {
+        out_channels: c,
+        kernel: (3, 3),
+        stride: (1, 1),
+        padding: (1, 1),
+        groups: c,
+        relu: false,
+    };
+    let net = NetSpec::builder("n", Shape::new(32, 16, 16))
+        // MobileNetV2: depthwise → bn → ReLU6, all one task
+        .layer("dw", dw(32))
+        .batch_norm("dw_bn")
+        .layer("dw_relu6", LayerKind::RELU6)
+        // YOLO: conv → bn → leaky ReLU, all one task
+        .conv("c", 32, 3, 1, 1)
+        .batch_norm("c_bn")
+        .leaky_relu("c_leaky", 0.1)
+        // an activation after a pool runs alone, as does a second one after it
+        .max_pool("p", 2, 2)
+        .clip("clip", 0.0, 6.0)
+        .leaky_relu("leaky", 0.1)
+        // a plain conv takes the residual add after it into its store
+        .conv("c2", 32, 1, 1, 0)
+        .batch_norm("c2_bn")
+        .residual_add_relu("add", "leaky")
+        // a depthwise conv does not, and then neither takes the activation after the add
+        .layer("dw2", dw(32))
+        .residual_add("add2", "add")
+        .relu("after_add")
+        // a conv with a ReLU of its own takes neither an add nor another activation
+        .conv_relu("c3", 32, 1, 1, 0)
+        .clip("c3_clip", 0.0, 1.0)
+        .build()
+        .expect("net");
+    let ops: Vec<Op> = describe_layers(&net).iter().map(|d| d.op).collect();
+    use Op::{Depthwise as D, Elementwise as E, Free as F, Gemm as G, Pool as P};
+    assert_eq!(
+        ops,
+        vec![D, F, F, G, F, F, P, E, E, G, F, F, D, E, E, G, E],
+        "{:?}",
+        net.layers().iter().map(|l| l.name()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn pooling_descriptors() {
     let d = one(
         LayerKind::max_pool((3, 3), (2, 2), (1, 1)),
