@@ -101,7 +101,10 @@ impl Row {
 /// conflict).
 const BASE: &[(&str, &[(&str, &str)])] = &[
     ("frame", &[("--net|--onnx", "synth1")]),
-    ("synthetic", &[("--net|--onnx", "synth1"), ("--frames", "1")]),
+    (
+        "synthetic",
+        &[("--net|--onnx", "synth1"), ("--frames", "1")],
+    ),
     ("vgg16", &[("--frames", "1")]),
     ("alexnet", &[("--frames", "1")]),
     ("resnet50", &[("--frames", "1")]),
