@@ -216,7 +216,7 @@ pub(crate) struct BlockLayout {
 }
 
 impl BlockGeometry {
-    fn new(p: &DepthwiseParams, input: Shape, output: Shape) -> BlockGeometry {
+    pub(crate) fn new(p: &DepthwiseParams, input: Shape, output: Shape) -> BlockGeometry {
         BlockGeometry {
             input: (input.h, input.w),
             output: (output.h, output.w),
