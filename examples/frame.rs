@@ -46,12 +46,12 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use taopipe::live::input::read_frame;
-use taopipe::nets::onnx::OnnxNet;
 use taopipe::live::output::write_atomic;
 use taopipe::live::report::{
     FrameReport, LayerTimeReport, LimitsReport, TimelineReport, chrome_trace,
 };
 use taopipe::live::{allowed_places, widest_place};
+use taopipe::nets::onnx::OnnxNet;
 use taopipe::nets::{BuildOptions, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights};
 use taopipe::runtime::{Place, Runtime};
 
@@ -232,7 +232,11 @@ fn main() -> anyhow::Result<()> {
     let (name, spec, onnx) = match &cli.onnx {
         Some(path) => {
             let onnx = OnnxNet::open(path).with_context(|| format!("--onnx {}", path.display()))?;
-            (onnx.spec().name().to_string(), onnx.spec().clone(), Some(onnx.into_weights()))
+            (
+                onnx.spec().name().to_string(),
+                onnx.spec().clone(),
+                Some(onnx.into_weights()),
+            )
         }
         None => (cli.net.clone(), common::zoo_net(&cli.net, &[])?, None),
     };

@@ -348,7 +348,9 @@ fn depthwise_table(rt: &Runtime, rounds: usize, copy: [f64; 2]) {
         let y = gangs[0].output();
         for g in &gangs[1..] {
             assert!(
-                y.iter().zip(&g.output()).all(|(a, b)| a.to_bits() == b.to_bits()),
+                y.iter()
+                    .zip(&g.output())
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
                 "{}: a width or algorithm differs from width 1's",
                 layer.name
             );

@@ -229,8 +229,13 @@ impl BlockGeometry {
     /// The scratch of a group of `lanes` channels: bands as tall as fit
     /// [`BLOCK_TILE_FLOATS`] (one row at least), then evened out over the output rows.
     pub(crate) fn layout(&self, lanes: usize) -> BlockLayout {
-        let ((h, w), (oh, ow), (kh, _), (sy, _), (_, px)) =
-            (self.input, self.output, self.kernel, self.stride, self.padding);
+        let ((h, w), (oh, ow), (kh, _), (sy, _), (_, px)) = (
+            self.input,
+            self.output,
+            self.kernel,
+            self.stride,
+            self.padding,
+        );
         let pitch = w + 2 * px;
         let row = pitch * lanes;
         let ring_rows = |band: usize| ((band - 1) * sy + kh).min(h);

@@ -94,8 +94,18 @@ unsafe fn load_t(rows: &[*const f32; 4]) -> [float32x4_t; 4] {
     // a₀ b₀ a₂ b₂, a₁ b₁ a₃ b₃, and the same of rows c, d.
     let (ab0, ab1) = (vtrn1q_f32(v[0], v[1]), vtrn2q_f32(v[0], v[1]));
     let (cd0, cd1) = (vtrn1q_f32(v[2], v[3]), vtrn2q_f32(v[2], v[3]));
-    let lo = |x, y| vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(x), vreinterpretq_f64_f32(y)));
-    let hi = |x, y| vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(x), vreinterpretq_f64_f32(y)));
+    let lo = |x, y| {
+        vreinterpretq_f32_f64(vtrn1q_f64(
+            vreinterpretq_f64_f32(x),
+            vreinterpretq_f64_f32(y),
+        ))
+    };
+    let hi = |x, y| {
+        vreinterpretq_f32_f64(vtrn2q_f64(
+            vreinterpretq_f64_f32(x),
+            vreinterpretq_f64_f32(y),
+        ))
+    };
     [lo(ab0, cd0), lo(ab1, cd1), hi(ab0, cd0), hi(ab1, cd1)]
 }
 

@@ -112,8 +112,18 @@ mod blocked {
     }
 
     depthwise_blocked!(
-        attr = {}, V, lanes = 4, zero = zero, load = load, store = store, set1 = set1,
-        fma = fma, max = max, min = min, leaky = leaky, load_t = load_t
+        attr = {},
+        V,
+        lanes = 4,
+        zero = zero,
+        load = load,
+        store = store,
+        set1 = set1,
+        fma = fma,
+        max = max,
+        min = min,
+        leaky = leaky,
+        load_t = load_t
     );
 }
 

@@ -393,11 +393,21 @@ fn check_depthwise_blocked(
     use crate::naive;
     use crate::tensor::Shape;
     use crate::{DepthwiseParams, activation::Activation};
-    let p = DepthwiseParams { channels: c, kernel, stride, padding, act };
+    let p = DepthwiseParams {
+        channels: c,
+        kernel,
+        stride,
+        padding,
+        act,
+    };
     let input = Shape::new(c, h, w);
     let out = p.out_shape(input).expect("valid geometry");
     let taps = kernel.0 * kernel.1;
-    let (wt, b, x) = (random_vec(c * taps, seed), random_vec(c, seed + 1), random_vec(input.len(), seed + 2));
+    let (wt, b, x) = (
+        random_vec(c * taps, seed),
+        random_vec(c, seed + 1),
+        random_vec(input.len(), seed + 2),
+    );
     // Tap-major, `c + MAX_LANES` apart, NaN past the channels.
     let stride_w = c + MAX_LANES;
     let mut tap_w = vec![f32::NAN; taps * stride_w];
@@ -409,10 +419,22 @@ fn check_depthwise_blocked(
     let mut bias = b.clone();
     bias.resize(c + MAX_LANES, f32::NAN);
     let g = BlockGeometry::new(&p, input, out);
-    let blocked = Blocked { x: &x, channels: c, weights: &tap_w, weight_stride: stride_w, bias: &bias, geometry: &g, act };
+    let blocked = Blocked {
+        x: &x,
+        channels: c,
+        weights: &tap_w,
+        weight_stride: stride_w,
+        bias: &bias,
+        geometry: &g,
+        act,
+    };
     let want = naive::depthwise(&p, input, &x, &wt, &b);
     let scale = naive::depthwise(
-        &p.with_act(Activation::None), input, &crate::test_util::abs(&x), &crate::test_util::abs(&wt), &crate::test_util::abs(&b),
+        &p.with_act(Activation::None),
+        input,
+        &crate::test_util::abs(&x),
+        &crate::test_util::abs(&wt),
+        &crate::test_util::abs(&b),
     );
     let mut outs = Vec::new();
     for k in Isa::available().into_iter().map(Isa::kernels) {
@@ -422,7 +444,10 @@ fn check_depthwise_blocked(
         let mut again = vec![-1.0; out.len()];
         k.depthwise_blocked(&blocked, &mut vec![1.0; len + 7], &mut again);
         let what = format!("{p:?} {input} {}", k.isa);
-        assert!(got.iter().zip(&again).all(|(&a, &b)| same_bits(a, b)), "{what}: bits depend on the scratch");
+        assert!(
+            got.iter().zip(&again).all(|(&a, &b)| same_bits(a, b)),
+            "{what}: bits depend on the scratch"
+        );
         crate::test_util::assert_close(&got, &want, &scale, crate::test_util::TOL, &what);
         outs.push((k.isa, got));
     }
@@ -454,8 +479,16 @@ proptest! {
 #[test]
 fn depthwise_blocked_3x3_matches_reference() {
     use crate::activation::Activation;
-    let sides: Vec<usize> = if cfg!(miri) { vec![1, 2, 5] } else { (1..=17).collect() };
-    let channels: &[usize] = if cfg!(miri) { &[3, 5] } else { &[1, 3, 4, 5, 8, 9, 15, 16, 17, 33] };
+    let sides: Vec<usize> = if cfg!(miri) {
+        vec![1, 2, 5]
+    } else {
+        (1..=17).collect()
+    };
+    let channels: &[usize] = if cfg!(miri) {
+        &[3, 5]
+    } else {
+        &[1, 3, 4, 5, 8, 9, 15, 16, 17, 33]
+    };
     for &side in &sides {
         for &c in channels {
             for stride in [1, 2] {
@@ -463,8 +496,20 @@ fn depthwise_blocked_3x3_matches_reference() {
                     if side + 2 * pad < 3 {
                         continue;
                     }
-                    let act = if (side + c) % 2 == 0 { Activation::RELU6 } else { Activation::None };
-                    check_depthwise_blocked(c, (side, side + 1), (3, 3), (stride, stride), (pad, pad), act, 9);
+                    let act = if (side + c) % 2 == 0 {
+                        Activation::RELU6
+                    } else {
+                        Activation::None
+                    };
+                    check_depthwise_blocked(
+                        c,
+                        (side, side + 1),
+                        (3, 3),
+                        (stride, stride),
+                        (pad, pad),
+                        act,
+                        9,
+                    );
                 }
             }
         }
@@ -474,27 +519,67 @@ fn depthwise_blocked_3x3_matches_reference() {
 /// Each ISA's blocked kernel checks its arguments (the contract of the `unsafe` kernel).
 #[test]
 fn depthwise_blocked_refuses_bad_arguments() {
-    use crate::conv::depthwise::{BlockGeometry, Blocked};
     use crate::activation::Activation;
-    let good = BlockGeometry { input: (4, 4), output: (4, 4), kernel: (3, 3), stride: (1, 1), padding: (1, 1) };
+    use crate::conv::depthwise::{BlockGeometry, Blocked};
+    let good = BlockGeometry {
+        input: (4, 4),
+        output: (4, 4),
+        kernel: (3, 3),
+        stride: (1, 1),
+        padding: (1, 1),
+    };
     let x = vec![0.0; 2 * 16];
     let (w, b) = (vec![0.0; 9 * 32], vec![0.0; 32]);
     fn blocked<'a>(x: &'a [f32], w: &'a [f32], b: &'a [f32], g: &'a BlockGeometry) -> Blocked<'a> {
-        Blocked { x, channels: 2, weights: w, weight_stride: 32, bias: b, geometry: g, act: Activation::None }
+        Blocked {
+            x,
+            channels: 2,
+            weights: w,
+            weight_stride: 32,
+            bias: b,
+            geometry: g,
+            act: Activation::None,
+        }
     }
     for k in Isa::available().into_iter().map(Isa::kernels) {
         let len = good.layout(k.depthwise_lanes).len;
         let run = |g: BlockGeometry, work: usize, out: usize| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                k.depthwise_blocked(&blocked(&x, &w, &b, &g), &mut vec![0.0; work], &mut vec![0.0; out]);
+                k.depthwise_blocked(
+                    &blocked(&x, &w, &b, &g),
+                    &mut vec![0.0; work],
+                    &mut vec![0.0; out],
+                );
             }))
             .is_ok()
         };
         assert!(run(good, len, 32), "{}: a good call", k.isa);
         assert!(!run(good, len - 1, 32), "{}: short scratch", k.isa);
         assert!(!run(good, len, 31), "{}: short output", k.isa);
-        assert!(!run(BlockGeometry { output: (4, 5), ..good }, len, 32), "{}: a wrong output width", k.isa);
-        assert!(!run(BlockGeometry { kernel: (7, 3), ..good }, len, 32), "{}: a kernel past the padding", k.isa);
+        assert!(
+            !run(
+                BlockGeometry {
+                    output: (4, 5),
+                    ..good
+                },
+                len,
+                32
+            ),
+            "{}: a wrong output width",
+            k.isa
+        );
+        assert!(
+            !run(
+                BlockGeometry {
+                    kernel: (7, 3),
+                    ..good
+                },
+                len,
+                32
+            ),
+            "{}: a kernel past the padding",
+            k.isa
+        );
     }
 }
 

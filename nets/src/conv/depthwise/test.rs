@@ -188,11 +188,20 @@ fn block_layout_fits_its_budget() {
             let l = g.layout(lanes);
             let row = l.pitch * lanes;
             assert_eq!(l.pitch, side + 2 * p.padding.1);
-            assert!(l.band_rows >= 1 && l.band_rows <= out.h, "{p:?} {lanes}: {l:?}");
+            assert!(
+                l.band_rows >= 1 && l.band_rows <= out.h,
+                "{p:?} {lanes}: {l:?}"
+            );
             let (lo, hi) = g.rows_read(0..l.band_rows);
-            assert!(hi - lo <= l.ring_rows && l.ring_rows <= side, "{p:?} {lanes}: {l:?}");
+            assert!(
+                hi - lo <= l.ring_rows && l.ring_rows <= side,
+                "{p:?} {lanes}: {l:?}"
+            );
             assert_eq!(l.len, (l.ring_rows + 1) * row + l.band_rows * out.w * lanes);
-            assert!(l.len <= BLOCK_TILE_FLOATS || l.band_rows == 1, "{p:?} {lanes}: {l:?}");
+            assert!(
+                l.len <= BLOCK_TILE_FLOATS || l.band_rows == 1,
+                "{p:?} {lanes}: {l:?}"
+            );
             // Evened out: no band is more than one row shorter than the others.
             let bands = out.h.div_ceil(l.band_rows);
             assert!(out.h > (bands - 1) * l.band_rows && out.h + bands > bands * l.band_rows);
