@@ -7,7 +7,48 @@
 //! for a conv's OIHW weights: `C` rows of `kh·kw`). Any kernel size, stride and symmetric
 //! zero padding per axis.
 //!
-//! # How a plane is computed
+//! Two algorithms give the same bits ([`DepthwiseAlgo`]): **channel blocks**, the
+//! default, and **plane by plane**, kept for A/B runs.
+//!
+//! # Channel blocks (the default)
+//! A vector holds one pixel of as many channels as it has lanes (8 on AVX2, 16 on
+//! AVX-512, 4 on NEON and the portable path): a tap is then one vector of the channels'
+//! weights times one input vector, with no shuffles, no edge cases at the plane's borders
+//! and no scalar tails, however narrow the plane (MobileNet's 7×7 planes are 7 pixels
+//! wide, less than an AVX-512 vector). Per group of `L` channels (`simd/template.rs`'s
+//! `depthwise_blocked!`, compiled once per ISA), in the worker's [`Scratch`]:
+//!
+//! 1. **Pack.** The input rows a band of output rows reads are interleaved, `L` pixels of
+//!    `L` channels at a time by an `L × L` transpose, into a *ring* of padded rows
+//!    (`BlockGeometry::layout`): input row `iy` lives in slot `iy mod ring_rows`, so each
+//!    input row is packed once even though `kh` output rows read it. The padding columns
+//!    of the slots and a padded row of zeros (for the top and bottom padding) are zeroed
+//!    once per call.
+//! 2. **Band.** Each output row is computed in blocks of 8, 4, 2, 1 pixels whose
+//!    accumulators stay in registers across every tap; rows narrower than `PAIR_BELOW`
+//!    (16) go two at a time so a block still has 8 independent FMA chains. 3×3 kernels at
+//!    column stride 1 and 2 (MobileNet's) have copies whose offsets are constants. The
+//!    activation is applied as each vector is stored to a *staging* row.
+//! 3. **Unpack.** The staged band is transposed back into the `L` channels' planes.
+//!
+//! Bands are as tall as keep the ring, the zero row and the staging rows within
+//! `BLOCK_TILE_FLOATS` (24 KiB), so everything between the input's read and the output's
+//! write stays in L1: the layer reads its input and writes its output once. The
+//! weights are repacked at build, tap-major (`[tap][channel]`, padded with `MAX_LANES`
+//! zeros) so a group's tap is one unaligned load. A rank takes whole groups of `L`
+//! channels ([`Kernel::run_rank`] below), so only the layer's last group is a part
+//! vector; its lanes past the last channel repeat that channel's input and are never
+//! stored.
+//!
+//! Channel blocks replaced plane by plane as the default after the A/B table of
+//! `cargo bench -p taopipe-nets --bench bench_main -- report-depthwise` (both algorithms
+//! in the same rounds, bit-identical outputs checked): on a 2-core AMD EPYC (Zen 3, AVX2)
+//! VM, MobileNet V2's depthwise convs went from 2.41 to 1.27 ms a frame at width 1 and
+//! from 1.27 to 0.71 ms at width 2, V1's from 1.94 to 1.03 and from 1.02 to 0.57; the
+//! 112×112 and 56×56 layers moved 19–29 GB/s on one core, 64–99% of the copy bandwidth
+//! measured in the same run (about 29 GB/s), the 7×7 ones 12.4 (43%).
+//!
+//! # Plane by plane
 //! No reduction runs across channels, so there is no GEMM and no weight packing: each
 //! output takes `kh·kw` multiply-adds over its own input plane, and the layer reads its
 //! input and writes its output once. It is bound by memory, not by the FMA units; the
@@ -50,7 +91,7 @@
 //! element depend only on the layer and the ISA, never on the block, row, chunk or rank
 //! that computes it, so the output is bit-identical for every width.
 //!
-//! # Speed
+//! # Speed of plane by plane
 //! On a 16-core AVX-512 Xeon VM, idle (`cargo bench -p taopipe-nets --bench bench_main --
 //! report`, its "Depthwise convolutions" table), MobileNet's layers on planes of 28×28 and
 //! more moved 10.2–15.2 GB/s on one core (input, output and weights once), 37–56% of the
@@ -62,7 +103,10 @@
 //!
 //! # Chunks
 //! Groups of whole channels ([`ChunkPlan`]: at most [`crate::TARGET_CHUNKS`], of one
-//! channel or more each), shared by the default [`Kernel::run_rank`].
+//! channel or more each). A gang's ranks share runs of whole vectors of channels
+//! (channel blocks) or of chunks (plane by plane); CoDL's splits compute any run of
+//! chunks ([`Kernel::compute_chunks`]). A channel's bits never depend on which run or
+//! group computes it.
 
 use std::ops::Range;
 
