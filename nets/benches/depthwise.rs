@@ -1,18 +1,21 @@
 //! Criterion group `depthwise/`: every depthwise conv shape of MobileNet V1 and V2 at gang
 //! widths 1 and 2 (`TAOPIPE_BENCH_WIDTHS` picks others), on `Isa::current` (`TAOPIPE_ISA`
-//! forces a path). Throughput is the bytes the layer must move, its input and output and
-//! its weights and bias each once, so criterion's rate reads as GB/s; the `report` table
-//! sets it against the copy bandwidth measured in the same run.
+//! forces a path), by the default algorithm (`w1/…`) and, right after it, the other one
+//! (`planes-w1/…`): an A/B comparison taking turns in one run. Throughput is the bytes the
+//! layer must move, its input and output and its weights and bias each once, so
+//! criterion's rate reads as GB/s; the `report` table sets it against the copy bandwidth
+//! measured in the same run.
 //!
 //! ```text
 //! cargo bench -p taopipe-nets --bench bench_main -- depthwise/
 //! cargo bench -p taopipe-nets --bench bench_main -- "depthwise/w1/v2.96x112.s2$"
+//! cargo bench -p taopipe-nets --bench bench_main -- "depthwise/(planes-)?w1/v2"
 //! ```
 
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use taopipe_nets::{DepthwiseConv2d, Kernel};
+use taopipe_nets::{DepthwiseAlgo, DepthwiseConv2d, Kernel};
 use taopipe_runtime::Runtime;
 
 use crate::conv::widths;
@@ -52,12 +55,14 @@ pub(crate) fn bench(c: &mut Criterion) {
     for layer in &DEPTHWISE {
         let (dw, x) = build(layer);
         g.throughput(Throughput::Bytes(bytes(&dw)));
+        let planes: Arc<dyn Kernel> = Arc::new(dw.clone().with_algo(DepthwiseAlgo::Planes));
         let dw: Arc<dyn Kernel> = Arc::new(dw);
         for &width in &widths {
-            let gang = Gang::new(dw.clone(), vec![x.clone()], width);
-            g.bench_function(BenchmarkId::new(format!("w{width}"), layer.name), |b| {
-                b.iter(|| gang.run(&rt))
-            });
+            for (prefix, dw) in [("", &dw), ("planes-", &planes)] {
+                let gang = Gang::new(dw.clone(), vec![x.clone()], width);
+                let id = BenchmarkId::new(format!("{prefix}w{width}"), layer.name);
+                g.bench_function(id, |b| b.iter(|| gang.run(&rt)));
+            }
         }
     }
     g.finish();

@@ -6,6 +6,7 @@
 //! ```text
 //! cargo bench -p taopipe-nets -- report
 //! TAOPIPE_REPORT_ROUNDS=6 cargo bench -p taopipe-nets -- report   # more rounds
+//! cargo bench -p taopipe-nets --bench bench_main -- report-depthwise   # that table only
 //! ```
 //!
 //! Every figure is divided by limits measured in the same run (`probe::limits_on`): the FMA
@@ -18,7 +19,9 @@ use std::time::Instant;
 use taopipe_nets::cache::{Blocking, CacheSizes};
 use taopipe_nets::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
 use taopipe_nets::probe;
-use taopipe_nets::{Activation, ConvAlgo, Isa, Kernel, Kernels, Linear, MatMut, Residual, Shape};
+use taopipe_nets::{
+    Activation, ConvAlgo, DepthwiseAlgo, Isa, Kernel, Kernels, Linear, MatMut, Residual, Shape,
+};
 use taopipe_runtime::{Place, Runtime};
 
 use crate::conv::build;
@@ -128,6 +131,14 @@ pub(crate) fn run_if_selected() {
     };
     let (one, two) = (limits(1), limits(2));
     let (peak, bw1, bw2) = (one.fma_gflops, one.bandwidth, two.bandwidth);
+    if std::env::args().any(|a| a.contains("report-depthwise")) {
+        println!(
+            "kernels `{isa}`; copy bandwidth {:.1} GB/s on 1 core, {:.1} on 2",
+            bw1.copy_gbs, bw2.copy_gbs
+        );
+        depthwise_table(&rt, rounds, [bw1.copy_gbs, bw2.copy_gbs]);
+        return;
+    }
     println!("\n## The machine, measured now\n");
     println!(
         "- kernels: `{isa}` ({}; {} for the direct path's reductions over 192)",
@@ -295,26 +306,32 @@ pub(crate) fn run_if_selected() {
 /// MobileNet V1's and V2's depthwise convs at widths 1 and 2: GB/s of the bytes each must
 /// move (input, output, weights and bias, each once: `depthwise::bytes`), against the copy
 /// bandwidth of as many cores measured in this run (`copy`: one core, two at once), best
-/// over `rounds` rounds over every layer, as the conv table. Each layer's width-2 output is
-/// checked bit-identical to width 1's.
+/// over `rounds` rounds over every layer, as the conv table; and the other algorithm's
+/// times (`DepthwiseAlgo::Planes`), taking turns with the default in each round. Each
+/// layer's outputs are checked bit-identical across widths and algorithms.
 fn depthwise_table(rt: &Runtime, rounds: usize, copy: [f64; 2]) {
     println!("\n## Depthwise convolutions (memory-bound), GB/s of input + output + weights\n");
     println!(
-        "MobileNet V2's and V1's 3×3 depthwise convs (padding 1, ReLU6), each shape once; `per frame` is how many a frame runs. GB/s counts the input, the output and the weights and bias once each; % is of the copy bandwidth of as many cores, measured above (STREAM's convention: bytes read + written). Best over {rounds} rounds of at least {ROUND_SECS} s each.\n"
+        "MobileNet V2's and V1's 3×3 depthwise convs (padding 1, ReLU6), each shape once; `per frame` is how many a frame runs. GB/s counts the input, the output and the weights and bias once each; % is of the copy bandwidth of as many cores, measured above (STREAM's convention: bytes read + written). Best over {rounds} rounds of at least {ROUND_SECS} s each; `planes` is the plane-by-plane algorithm in the same rounds.\n"
     );
     println!(
-        "| layer | in → out | per frame | MB | w1 ms | w1 GB/s | % of 1-core copy | w2 ms | w2 GB/s | % of 2-core copy | w2 speed-up |"
+        "| layer | in → out | per frame | MB | w1 ms | w1 GB/s | % of 1-core copy | w2 ms | w2 GB/s | % of 2-core copy | w2 speed-up | planes w1 ms | planes w2 ms |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut runs: Vec<_> = shapes::DEPTHWISE
         .iter()
         .map(|layer| {
             let (dw, x) = depthwise::build(layer);
             let bytes = depthwise::bytes(&dw) as f64;
             let (in_shape, out_shape) = (dw.in_shape(), dw.out_shape());
+            let planes: Arc<dyn Kernel> = Arc::new(dw.clone().with_algo(DepthwiseAlgo::Planes));
             let dw: Arc<dyn Kernel> = Arc::new(dw);
-            let gangs = [1, 2].map(|w| Gang::new(dw.clone(), vec![x.clone()], w));
-            (layer, bytes, (in_shape, out_shape), gangs, [f64::MAX; 2])
+            let gangs = [&dw, &planes, &dw, &planes]
+                .iter()
+                .zip([1, 1, 2, 2])
+                .map(|(k, w)| Gang::new((*k).clone(), vec![x.clone()], w))
+                .collect::<Vec<_>>();
+            (layer, bytes, (in_shape, out_shape), gangs, [f64::MAX; 4])
         })
         .collect();
     for round in 0..rounds {
@@ -326,15 +343,20 @@ fn depthwise_table(rt: &Runtime, rounds: usize, copy: [f64; 2]) {
         }
     }
     // Per net: a frame's depthwise time at each width (shapes times their count).
-    let mut frame = [("v2", [0.0; 2]), ("v1", [0.0; 2])];
+    let mut frame = [("v2", [0.0; 4]), ("v1", [0.0; 4])];
     for (layer, bytes, (input, output), gangs, best) in &runs {
-        let (y1, y2) = (gangs[0].output(), gangs[1].output());
-        assert!(
-            y1.iter().zip(&y2).all(|(a, b)| a.to_bits() == b.to_bits()),
-            "{}: width 2 differs from width 1",
-            layer.name
-        );
-        let gbs = best.map(|s| bytes / s / 1e9);
+        let y = gangs[0].output();
+        for g in &gangs[1..] {
+            assert!(
+                y.iter()
+                    .zip(&g.output())
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{}: a width or algorithm differs from width 1's",
+                layer.name
+            );
+        }
+        let best = [best[0], best[2], best[1], best[3]];
+        let gbs = [best[0], best[1]].map(|s| bytes / s / 1e9);
         for (net, total) in &mut frame {
             if layer.name.starts_with(*net) {
                 for (t, s) in total.iter_mut().zip(best) {
@@ -343,7 +365,7 @@ fn depthwise_table(rt: &Runtime, rounds: usize, copy: [f64; 2]) {
             }
         }
         println!(
-            "| {} | {input} → {output} | {} | {:.2} | {:.3} | {:.1} | {:.0}% | {:.3} | {:.1} | {:.0}% | {:.2}× |",
+            "| {} | {input} → {output} | {} | {:.2} | {:.3} | {:.1} | {:.0}% | {:.3} | {:.1} | {:.0}% | {:.2}× | {:.3} | {:.3} |",
             layer.name,
             layer.per_frame,
             bytes / 1e6,
@@ -354,17 +376,21 @@ fn depthwise_table(rt: &Runtime, rounds: usize, copy: [f64; 2]) {
             gbs[1],
             100.0 * gbs[1] / copy[1],
             best[0] / best[1],
+            best[2] * 1e3,
+            best[3] * 1e3,
         );
     }
-    for (net, [w1, w2]) in frame {
+    for (net, [w1, w2, p1, p2]) in frame {
         println!(
-            "\nMobileNet {}: its depthwise convs take **{:.2} ms** a frame at width 1, {:.2} at width 2.",
+            "\nMobileNet {}: its depthwise convs take **{:.2} ms** a frame at width 1, {:.2} at width 2 (plane by plane: {:.2} and {:.2}).",
             net.to_uppercase(),
             w1 * 1e3,
-            w2 * 1e3
+            w2 * 1e3,
+            p1 * 1e3,
+            p2 * 1e3
         );
     }
-    println!("Every layer's width-2 output is bit-identical to width 1's.");
+    println!("Every layer's outputs are bit-identical at both widths, by both algorithms.");
 }
 
 /// ResNet50's convs that take the fused residual add, and how many of each a frame runs

@@ -61,7 +61,7 @@ pub use crate::activation::Activation;
 pub use crate::batchnorm::{BatchNorm, fold_batchnorm};
 pub use crate::concat::{Concat, MAX_CONCAT_INPUTS};
 pub use crate::conv::{
-    Conv2d, Conv2dParams, ConvAlgo, DepthwiseConv2d, DepthwiseParams, GroupedConv2d,
+    Conv2d, Conv2dParams, ConvAlgo, DepthwiseAlgo, DepthwiseConv2d, DepthwiseParams, GroupedConv2d,
 };
 pub use crate::elementwise::{Activate, Add, Affine};
 pub use crate::error::KernelError;

@@ -7,7 +7,48 @@
 //! for a conv's OIHW weights: `C` rows of `kh·kw`). Any kernel size, stride and symmetric
 //! zero padding per axis.
 //!
-//! # How a plane is computed
+//! Two algorithms give the same bits ([`DepthwiseAlgo`]): **channel blocks**, the
+//! default, and **plane by plane**, kept for A/B runs.
+//!
+//! # Channel blocks (the default)
+//! A vector holds one pixel of as many channels as it has lanes (8 on AVX2, 16 on
+//! AVX-512, 4 on NEON and the portable path): a tap is then one vector of the channels'
+//! weights times one input vector, with no shuffles, no edge cases at the plane's borders
+//! and no scalar tails, however narrow the plane (MobileNet's 7×7 planes are 7 pixels
+//! wide, less than an AVX-512 vector). Per group of `L` channels (`simd/template.rs`'s
+//! `depthwise_blocked!`, compiled once per ISA), in the worker's [`Scratch`]:
+//!
+//! 1. **Pack.** The input rows a band of output rows reads are interleaved, `L` pixels of
+//!    `L` channels at a time by an `L × L` transpose, into a *ring* of padded rows
+//!    (`BlockGeometry::layout`): input row `iy` lives in slot `iy mod ring_rows`, so each
+//!    input row is packed once even though `kh` output rows read it. The padding columns
+//!    of the slots and a padded row of zeros (for the top and bottom padding) are zeroed
+//!    once per call.
+//! 2. **Band.** Each output row is computed in blocks of 8, 4, 2, 1 pixels whose
+//!    accumulators stay in registers across every tap; rows narrower than `PAIR_BELOW`
+//!    (16) go two at a time so a block still has 8 independent FMA chains. 3×3 kernels at
+//!    column stride 1 and 2 (MobileNet's) have copies whose offsets are constants. The
+//!    activation is applied as each vector is stored to a *staging* row.
+//! 3. **Unpack.** The staged band is transposed back into the `L` channels' planes.
+//!
+//! Bands are as tall as keep the ring, the zero row and the staging rows within
+//! `BLOCK_TILE_FLOATS` (24 KiB), so everything between the input's read and the output's
+//! write stays in L1: the layer reads its input and writes its output once. The
+//! weights are repacked at build, tap-major (`[tap][channel]`, padded with `MAX_LANES`
+//! zeros) so a group's tap is one unaligned load. A rank takes whole groups of `L`
+//! channels ([`Kernel::run_rank`] below), so only the layer's last group is a part
+//! vector; its lanes past the last channel repeat that channel's input and are never
+//! stored.
+//!
+//! Channel blocks replaced plane by plane as the default after the A/B table of
+//! `cargo bench -p taopipe-nets --bench bench_main -- report-depthwise` (both algorithms
+//! in the same rounds, bit-identical outputs checked): on a 2-core AMD EPYC (Zen 3, AVX2)
+//! VM, MobileNet V2's depthwise convs went from 2.41 to 1.27 ms a frame at width 1 and
+//! from 1.27 to 0.71 ms at width 2, V1's from 1.94 to 1.03 and from 1.02 to 0.57; the
+//! 112×112 and 56×56 layers moved 19–29 GB/s on one core, 64–99% of the copy bandwidth
+//! measured in the same run (about 29 GB/s), the 7×7 ones 12.4 (43%).
+//!
+//! # Plane by plane
 //! No reduction runs across channels, so there is no GEMM and no weight packing: each
 //! output takes `kh·kw` multiply-adds over its own input plane, and the layer reads its
 //! input and writes its output once. It is bound by memory, not by the FMA units; the
@@ -50,7 +91,7 @@
 //! element depend only on the layer and the ISA, never on the block, row, chunk or rank
 //! that computes it, so the output is bit-identical for every width.
 //!
-//! # Speed
+//! # Speed of plane by plane
 //! On a 16-core AVX-512 Xeon VM, idle (`cargo bench -p taopipe-nets --bench bench_main --
 //! report`, its "Depthwise convolutions" table), MobileNet's layers on planes of 28×28 and
 //! more moved 10.2–15.2 GB/s on one core (input, output and weights once), 37–56% of the
@@ -62,14 +103,19 @@
 //!
 //! # Chunks
 //! Groups of whole channels ([`ChunkPlan`]: at most [`crate::TARGET_CHUNKS`], of one
-//! channel or more each), shared by the default [`Kernel::run_rank`].
+//! channel or more each). A gang's ranks share runs of whole vectors of channels
+//! (channel blocks) or of chunks (plane by plane); CoDL's splits compute any run of
+//! chunks ([`Kernel::compute_chunks`]). A channel's bits never depend on which run or
+//! group computes it.
 
 use std::ops::Range;
 
 use crate::activation::Activation;
 use crate::error::KernelError;
-use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
-use crate::simd::{Isa, Kernels, copy_runs};
+use taopipe_runtime::{SharedSlice, TaskCtx, split_range};
+
+use crate::kernel::{ChunkPlan, Kernel, Scratch, Workspace, check_io};
+use crate::simd::{Isa, Kernels, MAX_LANES, copy_runs};
 use crate::tensor::Shape;
 
 /// Hyperparameters of a depthwise convolution (channel multiplier 1).
@@ -156,6 +202,137 @@ impl DepthwiseParams {
     pub const fn weight_len(&self) -> usize {
         self.channels * self.kernel.0 * self.kernel.1
     }
+}
+
+/// How a [`DepthwiseConv2d`] computes (module docs): both give the same bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DepthwiseAlgo {
+    /// Channel blocks: a vector holds one pixel of as many channels as it has lanes, the
+    /// input rows interleaved into scratch and the outputs turned back into planes.
+    #[default]
+    Blocked,
+    /// Plane by plane: a vector holds pixels of one channel, its padded plane split into
+    /// the stride's phases in scratch.
+    Planes,
+}
+
+/// The scratch a group of channels takes in the channel-blocked kernel, at most (module
+/// docs, "Channel blocks"): a band of output rows is as tall as keeps its ring of input
+/// rows, the zero row and its staged outputs within this many floats (24 KiB), in L1.
+pub(crate) const BLOCK_TILE_FLOATS: usize = 6 * 1024;
+
+/// Output rows narrower than this many pixels are computed two at a time (3×3 kernels;
+/// module docs).
+pub(crate) const PAIR_BELOW: usize = 16;
+
+/// The geometry of the channel-blocked kernel: the layer's shapes and hyperparameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockGeometry {
+    /// The input plane, `(H, W)`.
+    pub(crate) input: (usize, usize),
+    /// The output plane, `(OH, OW)`.
+    pub(crate) output: (usize, usize),
+    /// `(kh, kw)`.
+    pub(crate) kernel: (usize, usize),
+    /// `(sy, sx)`.
+    pub(crate) stride: (usize, usize),
+    /// `(py, px)`.
+    pub(crate) padding: (usize, usize),
+}
+
+/// Where the channel-blocked kernel's scratch lies, in floats ([`BlockGeometry::layout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockLayout {
+    /// Pixels of a padded input row, `W + 2px`.
+    pub(crate) pitch: usize,
+    /// Output rows of a band (the last band may have fewer).
+    pub(crate) band_rows: usize,
+    /// Slots of the ring of input rows: those a band reads, at most.
+    pub(crate) ring_rows: usize,
+    /// The ring: `ring_rows` rows of `pitch` vectors.
+    pub(crate) ring: usize,
+    /// A padded row of zeros, for the rows of padding.
+    pub(crate) zero: usize,
+    /// A band's interleaved outputs, `band_rows · OW` vectors.
+    pub(crate) staging: usize,
+    /// The floats of it all.
+    pub(crate) len: usize,
+}
+
+impl BlockGeometry {
+    pub(crate) fn new(p: &DepthwiseParams, input: Shape, output: Shape) -> BlockGeometry {
+        BlockGeometry {
+            input: (input.h, input.w),
+            output: (output.h, output.w),
+            kernel: p.kernel,
+            stride: p.stride,
+            padding: p.padding,
+        }
+    }
+
+    /// The scratch of a group of `lanes` channels: bands as tall as fit
+    /// [`BLOCK_TILE_FLOATS`] (one row at least), then evened out over the output rows.
+    pub(crate) fn layout(&self, lanes: usize) -> BlockLayout {
+        let ((h, w), (oh, ow), (kh, _), (sy, _), (_, px)) = (
+            self.input,
+            self.output,
+            self.kernel,
+            self.stride,
+            self.padding,
+        );
+        let pitch = w + 2 * px;
+        let row = pitch * lanes;
+        let ring_rows = |band: usize| ((band - 1) * sy + kh).min(h);
+        let floats = |band: usize| (ring_rows(band) + 1) * row + band * ow * lanes;
+        let mut band = 1;
+        while band < oh && floats(band + 1) <= BLOCK_TILE_FLOATS {
+            band += 1;
+        }
+        let band = oh.div_ceil(oh.div_ceil(band));
+        let ring_rows = ring_rows(band);
+        let zero = ring_rows * row;
+        let staging = zero + row;
+        BlockLayout {
+            pitch,
+            band_rows: band,
+            ring_rows,
+            ring: 0,
+            zero,
+            staging,
+            len: staging + band * ow * lanes,
+        }
+    }
+
+    /// The input rows `lo..hi` that output rows `rows` (not empty) read, clipped to the
+    /// input (empty where they read padding only).
+    pub(crate) fn rows_read(&self, rows: Range<usize>) -> (usize, usize) {
+        let ((h, _), (kh, _), (sy, _), (py, _)) =
+            (self.input, self.kernel, self.stride, self.padding);
+        let lo = (rows.start * sy).saturating_sub(py).min(h);
+        let hi = ((rows.end - 1) * sy + kh).saturating_sub(py).min(h);
+        (lo, hi.max(lo))
+    }
+}
+
+/// A run of channels for the ISA's channel-blocked kernel ([`crate::Kernels`]'s
+/// `depthwise_blocked`): their input planes, weights and biases, and the layer's geometry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Blocked<'a> {
+    /// The channels' input planes.
+    pub(crate) x: &'a [f32],
+    /// Channels in the run.
+    pub(crate) channels: usize,
+    /// Tap `t`'s weights of the run's channels from `t · weight_stride` on, tap by tap in
+    /// `(ky, kx)` order, as many as the channels rounded up to whole vectors.
+    pub(crate) weights: &'a [f32],
+    /// Floats from one tap's weights to the next.
+    pub(crate) weight_stride: usize,
+    /// The run's biases, as many as its channels rounded up to whole vectors.
+    pub(crate) bias: &'a [f32],
+    /// The layer's shapes.
+    pub(crate) geometry: &'a BlockGeometry,
+    /// The activation of each output.
+    pub(crate) act: Activation,
 }
 
 /// Vectors of accumulators in a block of the tap kernel ([`plane`]): 8 independent FMA
@@ -540,7 +717,14 @@ pub struct DepthwiseConv2d {
     weights: Vec<f32>,
     bias: Vec<f32>,
     kernels: &'static Kernels,
+    algo: DepthwiseAlgo,
     geometry: Geometry,
+    blocks: BlockGeometry,
+    /// Tap `t`'s weights of every channel from `t · (C + MAX_LANES)` on, zeros past `C`
+    /// (the channel-blocked kernel's `[tap][channel]` order).
+    tap_weights: Vec<f32>,
+    /// The bias and `MAX_LANES` zeros.
+    padded_bias: Vec<f32>,
     chunks: ChunkPlan,
 }
 
@@ -573,6 +757,16 @@ impl DepthwiseConv2d {
                 got: bias.len(),
             });
         }
+        let (c, taps) = (params.channels, params.kernel.0 * params.kernel.1);
+        let stride = c + MAX_LANES;
+        let mut tap_weights = vec![0.0; taps * stride];
+        for (ch, w) in weights.chunks_exact(taps).enumerate() {
+            for (t, &v) in w.iter().enumerate() {
+                tap_weights[t * stride + ch] = v;
+            }
+        }
+        let mut padded_bias = bias.clone();
+        padded_bias.resize(c + MAX_LANES, 0.0);
         Ok(DepthwiseConv2d {
             params,
             in_shape: input,
@@ -580,7 +774,11 @@ impl DepthwiseConv2d {
             weights,
             bias,
             kernels: Isa::current()?.kernels(),
+            algo: DepthwiseAlgo::default(),
             geometry: Geometry::new(&params, input),
+            blocks: BlockGeometry::new(&params, input, out_shape),
+            tap_weights,
+            padded_bias,
             chunks: ChunkPlan::new(params.channels, out_shape.plane(), 1, 1),
         })
     }
@@ -601,6 +799,30 @@ impl DepthwiseConv2d {
     pub fn with_isa(mut self, isa: Isa) -> Result<DepthwiseConv2d, KernelError> {
         self.kernels = isa.supported()?.kernels();
         Ok(self)
+    }
+
+    /// Computes by `algo` (the same bits either way: see the module docs).
+    ///
+    /// ```
+    /// use taopipe_nets::{DepthwiseAlgo, DepthwiseConv2d, DepthwiseParams, Kernel, Scratch, Shape};
+    /// let p = DepthwiseParams::new(3, 3, 2, 1);
+    /// let input = Shape::new(3, 9, 9);
+    /// let dw = DepthwiseConv2d::new(p, input, vec![0.5; p.weight_len()], None)?;
+    /// let x: Vec<f32> = (0..input.len()).map(|i| i as f32).collect();
+    /// let planes = dw.clone().with_algo(DepthwiseAlgo::Planes);
+    /// assert_eq!(planes.algo(), DepthwiseAlgo::Planes);
+    /// let (a, b) = (dw.forward(&[&x], &mut Scratch::new()), planes.forward(&[&x], &mut Scratch::new()));
+    /// assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()));
+    /// # Ok::<(), taopipe_nets::KernelError>(())
+    /// ```
+    pub fn with_algo(mut self, algo: DepthwiseAlgo) -> DepthwiseConv2d {
+        self.algo = algo;
+        self
+    }
+
+    /// How it computes.
+    pub fn algo(&self) -> DepthwiseAlgo {
+        self.algo
     }
 
     /// The hyperparameters.
@@ -666,8 +888,7 @@ impl Kernel for DepthwiseConv2d {
         self.compute_chunks(inputs, chunk..chunk + 1, out, scratch);
     }
 
-    /// Zeroes the split plane's borders once, then computes channel by channel (module
-    /// docs).
+    /// The channels of `chunks` (module docs).
     fn compute_chunks(
         &self,
         inputs: &[&[f32]],
@@ -682,6 +903,78 @@ impl Kernel for DepthwiseConv2d {
         }
         let channels = self.chunks.channels_of(chunks.start).start
             ..self.chunks.channels_of(chunks.end - 1).end;
+        self.compute_channels(inputs[0], channels, out, scratch);
+    }
+
+    /// The channel-blocked kernel: runs of whole vectors of channels, as many as the gang
+    /// shares ([`Kernel::gang_items`]), instead of runs of chunks, so that a rank's run
+    /// ends in a part vector only at the layer's last channel. Plane by plane, the default
+    /// runs of chunks.
+    fn run_rank(
+        &self,
+        ctx: &TaskCtx<'_>,
+        inputs: &[&[f32]],
+        output: &SharedSlice<f32>,
+        workspace: &Workspace,
+        scratch: &mut Scratch,
+    ) {
+        let _ = workspace;
+        let (c, plane) = (self.params.channels, self.out_shape.plane());
+        let lanes = match self.algo {
+            DepthwiseAlgo::Blocked => self.kernels.depthwise_lanes,
+            DepthwiseAlgo::Planes => self.chunks.per,
+        };
+        check_io(self.kind(), inputs, 1, self.in_shape.len(), 0, 0);
+        let groups = c.div_ceil(lanes);
+        let items = groups.min(self.gang_items(ctx.width()));
+        ctx.share(
+            1,
+            |_| items,
+            |_, item| {
+                let run = split_range(groups, item, items);
+                let channels = run.start * lanes..(run.end * lanes).min(c);
+                let mut out = output
+                    .write(channels.start * plane..channels.end * plane)
+                    .expect("the items of a layer write disjoint channels");
+                self.compute_channels(inputs[0], channels, &mut out, scratch);
+            },
+        );
+    }
+}
+
+impl DepthwiseConv2d {
+    /// Channels `channels` of the output into `out`, by the layer's algorithm.
+    fn compute_channels(
+        &self,
+        x: &[f32],
+        channels: Range<usize>,
+        out: &mut [f32],
+        scratch: &mut Scratch,
+    ) {
+        let in_plane = self.in_shape.plane();
+        let x = &x[channels.start * in_plane..channels.end * in_plane];
+        match self.algo {
+            DepthwiseAlgo::Blocked => {
+                let stride = self.params.channels + MAX_LANES;
+                let b = Blocked {
+                    x,
+                    channels: channels.len(),
+                    weights: &self.tap_weights[channels.start..],
+                    weight_stride: stride,
+                    bias: &self.padded_bias[channels.start..],
+                    geometry: &self.blocks,
+                    act: self.params.act,
+                };
+                let work = scratch.take(self.blocks.layout(self.kernels.depthwise_lanes).len);
+                self.kernels.depthwise_blocked(&b, work, out);
+            }
+            DepthwiseAlgo::Planes => self.planes(x, channels, out, scratch),
+        }
+    }
+
+    /// Zeroes the split plane's borders once, then computes channel by channel (module
+    /// docs).
+    fn planes(&self, x: &[f32], channels: Range<usize>, out: &mut [f32], scratch: &mut Scratch) {
         let g = &self.geometry;
         let (oh, ow) = (self.out_shape.h, self.out_shape.w);
         // The split plane (and the slack its taps may read past it), then a padded plane
@@ -694,7 +987,7 @@ impl Kernel for DepthwiseConv2d {
         split.fill(0.0);
         let (in_plane, taps) = (self.in_shape.plane(), g.taps.len());
         let ch = Channels {
-            x: &inputs[0][channels.start * in_plane..channels.end * in_plane],
+            x,
             in_plane,
             weights: &self.weights[channels.start * taps..channels.end * taps],
             bias: &self.bias[channels],

@@ -46,7 +46,7 @@ mod gang;
 mod grouped;
 pub mod winograd;
 
-pub use depthwise::{DepthwiseConv2d, DepthwiseParams};
+pub use depthwise::{DepthwiseAlgo, DepthwiseConv2d, DepthwiseParams};
 use direct::Direct;
 pub use grouped::GroupedConv2d;
 use winograd::{Tile, Winograd};

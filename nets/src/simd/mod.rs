@@ -25,7 +25,7 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use crate::activation::Activation;
-use crate::conv::depthwise::Channels;
+use crate::conv::depthwise::{Blocked, Channels};
 use crate::conv::winograd::{Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
@@ -324,6 +324,15 @@ pub(crate) type MaxPool3x3Fn =
 /// [`Kernels::depthwise`] checks them.
 pub(crate) type DepthwiseFn = unsafe fn(&Channels<'_>, &mut [f32], &mut [f32], &mut [f32]);
 
+/// The channel-blocked depthwise convolution of a run of channels
+/// ([`crate::conv::depthwise`]'s "Channel blocks"), `(channels, work, dst)`, compiled for the
+/// table's ISA.
+///
+/// # Safety
+/// The CPU runs the kernel's ISA; the channels and the slices are as
+/// [`Kernels::depthwise_blocked`] checks them.
+pub(crate) type DepthwiseBlockedFn = unsafe fn(&Blocked<'_>, &mut [f32], &mut [f32]);
+
 /// Arguments of one micro-kernel call (see [`GemmFn`]).
 #[derive(Debug)]
 pub(crate) struct RawTile {
@@ -418,8 +427,13 @@ pub struct Kernels {
     pub(crate) max_2x2: MaxPool2x2Fn,
     /// The 3×3 stride-2 max pool, where the ISA has one of its own.
     pub(crate) max_3x3_s2: Option<MaxPool3x3Fn>,
-    /// The depthwise convolution of a run of channels.
+    /// The depthwise convolution of a run of channels, plane by plane.
     pub(crate) depthwise: DepthwiseFn,
+    /// The depthwise convolution of a run of channels, in blocks of
+    /// [`Kernels::depthwise_lanes`] channels.
+    pub(crate) depthwise_blocked: DepthwiseBlockedFn,
+    /// Channels a vector of the channel-blocked depthwise kernel holds.
+    pub depthwise_lanes: usize,
 }
 
 /// The last-`kc`-block epilogue, applied in registers before the store: per row
@@ -943,6 +957,57 @@ impl Kernels {
         // function's contract (`DepthwiseFn`): every channel's plane has the rows, columns,
         // pitch and taps checked, on `split`.
         unsafe { (self.depthwise)(ch, split, wide, dst) }
+    }
+
+    /// The channel-blocked depthwise convolution of a run of channels into `dst` (a plane
+    /// each; see [`crate::conv::depthwise`]'s "Channel blocks"), compiled for this table's
+    /// ISA, with `work` as scratch ([`crate::conv::depthwise::BlockGeometry::layout`]'s
+    /// floats for [`Kernels::depthwise_lanes`]).
+    ///
+    /// # Panics
+    /// If the geometry is not a valid layer's, the channels' inputs or outputs do not have
+    /// their lengths, the weights or the bias do not reach the run's channels rounded up to
+    /// whole vectors, or `work` is short (caller bugs).
+    pub(crate) fn depthwise_blocked(&self, b: &Blocked<'_>, work: &mut [f32], dst: &mut [f32]) {
+        let g = b.geometry;
+        let ((h, w), (oh, ow), (kh, kw), (sy, sx), (py, px)) =
+            (g.input, g.output, g.kernel, g.stride, g.padding);
+        // Output `o` along an axis reads padded coordinates `o·s..o·s + k`: inside the
+        // padded input `n + 2p` for every `o < (n + 2p − k) / s + 1`.
+        let fits = |n: usize, p: usize, k: usize, s: usize, o: usize| {
+            n > 0 && k > 0 && s > 0 && n + 2 * p >= k && o == (n + 2 * p - k) / s + 1
+        };
+        assert!(
+            fits(h, py, kh, sy, oh) && fits(w, px, kw, sx, ow),
+            "depthwise: {g:?} is no layer's geometry"
+        );
+        let (n, lanes) = (b.channels, self.depthwise_lanes);
+        assert!(
+            b.x.len() == n * h * w && dst.len() == n * oh * ow,
+            "depthwise: {n} channels, {} inputs and {} outputs",
+            b.x.len(),
+            dst.len()
+        );
+        if n == 0 {
+            return;
+        }
+        let (taps, whole) = (kh * kw, n.next_multiple_of(lanes));
+        assert!(
+            b.bias.len() >= whole && b.weights.len() >= (taps - 1) * b.weight_stride + whole,
+            "depthwise: {n} channels, {} weights {} apart, {} biases",
+            b.weights.len(),
+            b.weight_stride,
+            b.bias.len()
+        );
+        let need = g.layout(lanes).len;
+        assert!(
+            work.len() >= need,
+            "depthwise: {} floats of scratch, {need} needed",
+            work.len()
+        );
+        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the checks above are the
+        // function's contract (`DepthwiseBlockedFn`).
+        unsafe { (self.depthwise_blocked)(b, work, dst) }
     }
 
     /// Runs `iters` rounds of the FMA-throughput probe; returns the floating-point

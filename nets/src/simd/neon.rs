@@ -81,11 +81,39 @@ pub(super) unsafe fn interleave(xs: &[f32], m: usize, n: usize, row: &mut [f32])
     });
 }
 
+/// Rows `rows[i][0..4]` of a 4 × 4 block, transposed (the template's `$load_t`):
+/// `trn1`/`trn2` pair the rows' floats, then their 64-bit halves.
+///
+/// # Safety
+/// The CPU has NEON; each pointer addresses 4 readable floats.
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn load_t(rows: &[*const f32; 4]) -> [float32x4_t; 4] {
+    // SAFETY: the loads read `rows[i][0..4]` (the contract).
+    let v = rows.map(|r| unsafe { vld1q_f32(r) });
+    // a₀ b₀ a₂ b₂, a₁ b₁ a₃ b₃, and the same of rows c, d.
+    let (ab0, ab1) = (vtrn1q_f32(v[0], v[1]), vtrn2q_f32(v[0], v[1]));
+    let (cd0, cd1) = (vtrn1q_f32(v[2], v[3]), vtrn2q_f32(v[2], v[3]));
+    let lo = |x, y| {
+        vreinterpretq_f32_f64(vtrn1q_f64(
+            vreinterpretq_f64_f32(x),
+            vreinterpretq_f64_f32(y),
+        ))
+    };
+    let hi = |x, y| {
+        vreinterpretq_f32_f64(vtrn2q_f64(
+            vreinterpretq_f64_f32(x),
+            vreinterpretq_f64_f32(y),
+        ))
+    };
+    [lo(ab0, cd0), lo(ab1, cd1), hi(ab0, cd0), hi(ab1, cd1)]
+}
+
 isa_kernels!(
     mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
     zero = zero, load = vld1q_f32, store = vst1q_f32, set1 = vdupq_n_f32,
     fma = fma, add = vaddq_f32, max = max, min = min, leaky = leaky, prefetch = prefetch,
-    interleave = interleave, max_3x3_s2 = None
+    interleave = interleave, load_t = load_t, max_3x3_s2 = None
 );
 
 pub(super) static NEON: Kernels = table!(Isa::Neon, neon, 8, 3);

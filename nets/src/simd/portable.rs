@@ -31,6 +31,8 @@ pub(super) static PORTABLE: Kernels = Kernels {
     max_2x2,
     max_3x3_s2: None,
     depthwise,
+    depthwise_blocked: blocked::depthwise_blocked,
+    depthwise_lanes: blocked::DEPTHWISE_LANES,
 };
 
 /// Floats per vector the portable depthwise kernel's blocks assume: the baseline's
@@ -51,6 +53,78 @@ unsafe fn depthwise(
     use crate::conv::depthwise::{BLOCK_VECTORS, channels, run_portable};
     const B: usize = BLOCK_VECTORS * DEPTHWISE_LANES;
     channels::<DEPTHWISE_LANES>(ch, split, wide, dst, run_portable::<B, DEPTHWISE_LANES>);
+}
+
+/// The channel-blocked depthwise kernel of the SIMD paths ([`depthwise_blocked!`]) on
+/// plain arrays of 4 floats, multiply then add: the same template code, which Miri checks
+/// here, with the portable path's arithmetic.
+mod blocked {
+    type V = [f32; 4];
+
+    fn zero() -> V {
+        [0.0; 4]
+    }
+
+    /// # Safety
+    /// `p` points to 4 readable floats.
+    unsafe fn load(p: *const f32) -> V {
+        // SAFETY: the caller's.
+        unsafe { p.cast::<V>().read_unaligned() }
+    }
+
+    /// # Safety
+    /// `p` points to 4 writable floats.
+    unsafe fn store(p: *mut f32, v: V) {
+        // SAFETY: the caller's.
+        unsafe { p.cast::<V>().write_unaligned(v) }
+    }
+
+    fn set1(x: f32) -> V {
+        [x; 4]
+    }
+
+    /// `a·b + c`, two roundings (as the portable path's other kernels).
+    fn fma(a: V, b: V, c: V) -> V {
+        std::array::from_fn(|i| a[i] * b[i] + c[i])
+    }
+
+    /// `if a > b { a } else { b }`, x86 `max_ps`'s rule (the template's `$max`).
+    fn max(a: V, b: V) -> V {
+        std::array::from_fn(|i| if a[i] > b[i] { a[i] } else { b[i] })
+    }
+
+    /// `if a < b { a } else { b }`, x86 `min_ps`'s rule (the template's `$min`).
+    fn min(a: V, b: V) -> V {
+        std::array::from_fn(|i| if a[i] < b[i] { a[i] } else { b[i] })
+    }
+
+    /// `v ≥ 0 ? v : slope · v` (the template's `$leaky`).
+    fn leaky(v: V, slope: V) -> V {
+        std::array::from_fn(|i| if v[i] >= 0.0 { v[i] } else { slope[i] * v[i] })
+    }
+
+    /// # Safety
+    /// Each pointer addresses 4 readable floats.
+    unsafe fn load_t(rows: &[*const f32; 4]) -> [V; 4] {
+        // SAFETY: the caller's.
+        let v = rows.map(|r| unsafe { load(r) });
+        std::array::from_fn(|j| std::array::from_fn(|i| v[i][j]))
+    }
+
+    depthwise_blocked!(
+        attr = {},
+        V,
+        lanes = 4,
+        zero = zero,
+        load = load,
+        store = store,
+        set1 = set1,
+        fma = fma,
+        max = max,
+        min = min,
+        leaky = leaky,
+        load_t = load_t
+    );
 }
 
 /// # Safety

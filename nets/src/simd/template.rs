@@ -67,6 +67,528 @@ macro_rules! with_vector_activation {
     };
 }
 
+/// Generates the channel-blocked depthwise convolution (`crate::conv::depthwise`'s
+/// "Channel blocks") in the module that invokes it, for the vector type `$v` of `$lanes`
+/// floats: `depthwise_blocked` (a [`super::DepthwiseBlockedFn`]) and its helpers, each
+/// with the attributes `$attr` (the ISA's `target_feature`, none on the portable path).
+/// The operations are [`isa_kernels!`]'s (`$fma(a, b, c)` is `a·b + c`, fused or not);
+/// `$load_t(rows)` loads `$lanes` floats from each of `$lanes` pointers, transposed: vector
+/// `j`'s lane `i` is `rows[i][j]` (an unsafe function of the ISA's target features). It
+/// turns `$lanes` pixels of each channel into a vector per pixel, and back.
+macro_rules! depthwise_blocked {
+    (
+        attr = { $(#[$attr:meta])* }, $v:ty, lanes = $lanes:expr, zero = $zero:ident,
+        load = $load:ident, store = $store:ident, set1 = $set1:ident, fma = $fma:ident,
+        max = $max:ident, min = $min:ident, leaky = $leaky:ident, load_t = $ldt:ident
+    ) => {
+        /// Floats per vector of the channel-blocked depthwise kernel: channels per group.
+        pub(crate) const DEPTHWISE_LANES: usize = $lanes;
+
+        /// The channel-blocked depthwise convolution of a run of channels into `dst` (a
+        /// plane each), `work` its scratch (`crate::conv::depthwise`'s "Channel blocks"):
+        /// per group of [`DEPTHWISE_LANES`] channels, bands of output rows, each from a
+        /// ring of interleaved input rows. The activation is matched once per call.
+        ///
+        /// # Safety
+        /// The CPU has the target features; `b`, `work` and `dst` are as
+        /// [`super::super::Kernels::depthwise_blocked`] checks them.
+        $(#[$attr])*
+        pub(crate) unsafe fn depthwise_blocked(
+            b: &crate::conv::depthwise::Blocked<'_>,
+            work: &mut [f32],
+            dst: &mut [f32],
+        ) {
+            use $crate::Activation;
+            // SAFETY: this function's contract, which `dw_groups` shares.
+            unsafe {
+                match b.act {
+                    Activation::None => dw_groups(b, work, dst, |v: $v| v),
+                    Activation::Relu => {
+                        let zero = $zero();
+                        dw_groups(b, work, dst, move |v: $v| $max(zero, v))
+                    }
+                    Activation::Clip { min, max } => {
+                        let (lo, hi) = ($set1(min), $set1(max));
+                        dw_groups(b, work, dst, move |v: $v| $min(hi, $max(lo, v)))
+                    }
+                    Activation::LeakyRelu { slope } => {
+                        let slope = $set1(slope);
+                        dw_groups(b, work, dst, move |v: $v| $leaky(v, slope))
+                    }
+                }
+            }
+        }
+
+        /// [`depthwise_blocked`] with the activation `act` on each output vector.
+        ///
+        /// # Safety
+        /// As [`depthwise_blocked`].
+        $(#[$attr])*
+        #[inline]
+        unsafe fn dw_groups<F: Fn($v) -> $v>(
+            b: &crate::conv::depthwise::Blocked<'_>,
+            work: &mut [f32],
+            dst: &mut [f32],
+            act: F,
+        ) {
+            const L: usize = DEPTHWISE_LANES;
+            let g = b.geometry;
+            let lay = g.layout(L);
+            let ((h, _), (oh, ow)) = (g.input, g.output);
+            let (in_plane, out_plane) = (g.input.0 * g.input.1, oh * ow);
+            let n = b.channels;
+            let rows = Rows::new(g, &lay, work.as_mut_ptr());
+            // SAFETY: (whole body) `work` holds `lay.len` floats (the contract), the ring,
+            // the zero row and the staging rows inside them; `b.x` holds `n` planes of
+            // `in_plane` floats and `dst` `n` of `out_plane`; the weights hold each tap's
+            // `n.next_multiple_of(L)` floats `weight_stride` apart and the bias as many
+            // (the contract), which every group's loads stay inside.
+            unsafe {
+                rows.zero_borders();
+                let (x, out) = (b.x.as_ptr(), dst.as_mut_ptr());
+                let mut g0 = 0;
+                while g0 < n {
+                    let cn = (n - g0).min(L);
+                    // Lanes past the run's channels read its last channel again; their
+                    // outputs are never stored.
+                    let src: [*const f32; L] =
+                        std::array::from_fn(|i| x.add((g0 + i.min(cn - 1)) * in_plane));
+                    let taps = Taps {
+                        weights: b.weights.as_ptr().add(g0),
+                        stride: b.weight_stride,
+                        bias: $load(b.bias.as_ptr().add(g0)),
+                    };
+                    let o = out.add(g0 * out_plane);
+                    // Input rows below `next` are in the ring, or read by no band.
+                    let mut next = 0;
+                    let mut cursor = Cursor { row: 0, slot: 0 };
+                    let mut oy0 = 0;
+                    while oy0 < oh {
+                        let oy1 = (oy0 + lay.band_rows).min(oh);
+                        let (lo, hi) = g.rows_read(oy0..oy1);
+                        let start = next.max(lo);
+                        if start < hi {
+                            rows.pack(&src, start, hi.min(h));
+                            next = hi;
+                        }
+                        rows.band(&taps, oy0..oy1, &mut cursor, &act);
+                        unpack(rows.staging, (oy1 - oy0) * ow, o.add(oy0 * ow), out_plane, cn);
+                        oy0 = oy1;
+                    }
+                    g0 += L;
+                }
+            }
+        }
+
+        /// A group's weights: tap `t`'s vector at `weights + t·stride`, and its bias.
+        struct Taps {
+            weights: *const f32,
+            stride: usize,
+            bias: $v,
+        }
+
+        /// An input row inside the input and its slot in the ring.
+        struct Cursor {
+            row: usize,
+            slot: usize,
+        }
+
+        /// Where an output row reads ([`Rows::locate`]).
+        struct Located {
+            iy0: isize,
+            ya: usize,
+            sa: usize,
+        }
+
+        /// The scratch of [`dw_groups`] and the layer's geometry: the ring of interleaved
+        /// padded input rows (`ring_rows` of `pitch · L` floats, input row `iy` in slot
+        /// `iy mod ring_rows`), a row of zeros for the padding rows, and the staging rows of
+        /// a band's interleaved outputs.
+        struct Rows<'g> {
+            g: &'g crate::conv::depthwise::BlockGeometry,
+            ring: *mut f32,
+            ring_rows: usize,
+            row_len: usize,
+            zero: *mut f32,
+            staging: *mut f32,
+        }
+
+        impl<'g> Rows<'g> {
+            fn new(
+                g: &'g crate::conv::depthwise::BlockGeometry,
+                lay: &crate::conv::depthwise::BlockLayout,
+                work: *mut f32,
+            ) -> Self {
+                Rows {
+                    g,
+                    ring: work.wrapping_add(lay.ring),
+                    ring_rows: lay.ring_rows,
+                    row_len: lay.pitch * DEPTHWISE_LANES,
+                    zero: work.wrapping_add(lay.zero),
+                    staging: work.wrapping_add(lay.staging),
+                }
+            }
+
+            /// Zeroes each ring slot's padding columns and the zero row: the packs write
+            /// only the input's columns, so these stay zero for the whole call.
+            ///
+            /// # Safety
+            /// The scratch holds the layout's floats.
+            #[inline]
+            unsafe fn zero_borders(&self) {
+                let (w, px) = (self.g.input.1, self.g.padding.1);
+                let (left, right) = (px * DEPTHWISE_LANES, (px + w) * DEPTHWISE_LANES);
+                // SAFETY: every slot and the zero row are `row_len` floats of the scratch,
+                // and `right + left == row_len` (`pitch = w + 2·px`).
+                unsafe {
+                    for r in 0..self.ring_rows {
+                        let row = self.ring.add(r * self.row_len);
+                        row.write_bytes(0, left);
+                        row.add(right).write_bytes(0, self.row_len - right);
+                    }
+                    self.zero.write_bytes(0, self.row_len);
+                }
+            }
+
+            /// Where input row `iy`'s first input column lies in the ring.
+            ///
+            /// # Safety
+            /// `iy`'s slot, `iy mod ring_rows`, is `slot`.
+            #[inline(always)]
+            unsafe fn slot_start(&self, slot: usize) -> *mut f32 {
+                // SAFETY: `slot < ring_rows`: a slot of the scratch, `px` columns in.
+                unsafe { self.ring.add(slot * self.row_len + self.g.padding.1 * DEPTHWISE_LANES) }
+            }
+
+            /// Interleaves input rows `start..end` of the group's channels (`src`, a plane
+            /// each; lanes past the group's channels repeat one) into their ring slots:
+            /// their pixels as one flat run, `L` at a time, the last `L` overlapping the
+            /// ones before (the same values again), or fewer than `L` through a copy on the
+            /// stack.
+            ///
+            /// # Safety
+            /// Each `src` plane holds the input's rows; `start < end <= h`; the ring is not
+            /// read by anyone else while the slots are written.
+            $(#[$attr])*
+            #[inline]
+            unsafe fn pack(&self, src: &[*const f32; DEPTHWISE_LANES], start: usize, end: usize) {
+                const L: usize = DEPTHWISE_LANES;
+                let w = self.g.input.1;
+                let (base, total) = (start * w, (end - start) * w);
+                let r = self.ring_rows;
+                // SAFETY: (whole body) the loads read pixels `base..base + total` of each
+                // plane (rows `start..end`); each store writes one pixel's vector at its
+                // row's slot and column `x < w`, inside the ring.
+                unsafe {
+                    // The pixel the next store writes: column `x` of the row in slot `slot`.
+                    let (mut x, mut slot) = (0, start % r);
+                    let mut row = self.slot_start(slot);
+                    macro_rules! put {
+                        ($vs:expr, $count:expr) => {
+                            for v in $vs.iter().take($count) {
+                                $store(row.add(x * L), *v);
+                                x += 1;
+                                if x == w {
+                                    x = 0;
+                                    slot = if slot + 1 == r { 0 } else { slot + 1 };
+                                    row = self.slot_start(slot);
+                                }
+                            }
+                        };
+                    }
+                    if total < L {
+                        let mut tmp = [[0.0f32; L]; L];
+                        for (t, s) in tmp.iter_mut().zip(src) {
+                            for (j, f) in t.iter_mut().enumerate().take(total) {
+                                *f = *s.add(base + j);
+                            }
+                        }
+                        let v = $ldt(&std::array::from_fn(|i| tmp[i].as_ptr()));
+                        put!(v, total);
+                        return;
+                    }
+                    if w >= L {
+                        // Row by row, the last `L` pixels of a row overlapping the ones
+                        // before: no row ends inside a block.
+                        let mut slot = start % r;
+                        for iy in start..end {
+                            let (at, row) = (iy * w, self.slot_start(slot));
+                            slot = if slot + 1 == r { 0 } else { slot + 1 };
+                            let mut q = 0;
+                            while q < w {
+                                let q0 = q.min(w - L);
+                                let v = $ldt(&std::array::from_fn(|i| src[i].add(at + q0)));
+                                for (j, v) in v.iter().enumerate() {
+                                    $store(row.add((q0 + j) * L), *v);
+                                }
+                                q += L;
+                            }
+                        }
+                        return;
+                    }
+                    let mut q = 0;
+                    while q + L <= total {
+                        let v = $ldt(&std::array::from_fn(|i| src[i].add(base + q)));
+                        put!(v, L);
+                        q += L;
+                    }
+                    if q < total {
+                        // The last `L` pixels, from row `start + q0 / w`, column `q0 % w`.
+                        let q0 = total - L;
+                        (x, slot) = (q0 % w, (start + q0 / w) % r);
+                        row = self.slot_start(slot);
+                        let v = $ldt(&std::array::from_fn(|i| src[i].add(base + q0)));
+                        put!(v, L);
+                    }
+                }
+            }
+
+            /// Output rows `oys` of the group, interleaved, into the staging rows in order
+            /// (`ow` vectors each): per row, blocks of 8, 4, 2 and 1 pixels, each element
+            /// `act(bias + Σ w·x)` over the taps in order. MobileNet's 3×3 kernels at column
+            /// strides 1 and 2 have their own copies, whose taps and offsets are constants.
+            ///
+            /// # Safety
+            /// The ring holds the input rows the rows read (`rows_read`), `cursor` the slot
+            /// of an input row at or before the first one they read; `t` is a group's taps.
+            $(#[$attr])*
+            #[inline]
+            unsafe fn band<F: Fn($v) -> $v>(
+                &self,
+                t: &Taps,
+                oys: std::ops::Range<usize>,
+                cursor: &mut Cursor,
+                act: &F,
+            ) {
+                // SAFETY: the contract.
+                unsafe {
+                    match (self.g.kernel, self.g.stride.1) {
+                        ((3, 3), 1) => self.band_of::<3, 3, 1, F>(t, oys, cursor, act),
+                        ((3, 3), 2) => self.band_of::<3, 3, 2, F>(t, oys, cursor, act),
+                        _ => self.band_of::<0, 0, 0, F>(t, oys, cursor, act),
+                    }
+                }
+            }
+
+            /// [`Rows::band`] for a `KH × KW` kernel at column stride `SX` (0: the layer's,
+            /// at run time).
+            ///
+            /// # Safety
+            /// As [`Rows::band`]; nonzero `KH`, `KW`, `SX` are the layer's.
+            $(#[$attr])*
+            #[inline]
+            unsafe fn band_of<const KH: usize, const KW: usize, const SX: usize, F: Fn($v) -> $v>(
+                &self,
+                t: &Taps,
+                oys: std::ops::Range<usize>,
+                cursor: &mut Cursor,
+                act: &F,
+            ) {
+                let ow = self.g.output.1;
+                let mut out = self.staging;
+                let mut oy = oys.start;
+                while oy < oys.end {
+                    if KH > 0 && ow < $crate::conv::depthwise::PAIR_BELOW && oy + 1 < oys.end {
+                        // Two narrow rows at once: twice the accumulators of a block.
+                        let (a0, a1) = (self.locate(oy, cursor), self.locate(oy + 1, cursor));
+                        let k0: [*const f32; KH] = std::array::from_fn(|ky| self.row_ptr(&a0, ky));
+                        let k1: [*const f32; KH] = std::array::from_fn(|ky| self.row_ptr(&a1, ky));
+                        let rows = |r: usize, ky: usize| if r == 0 { k0[ky] } else { k1[ky] };
+                        let outs = [out, out.wrapping_add(ow * DEPTHWISE_LANES)];
+                        // SAFETY: as below, for both rows.
+                        unsafe { self.row_blocks::<2, 4, KH, KW, SX, F>(t, &rows, outs, act) };
+                        out = out.wrapping_add(2 * ow * DEPTHWISE_LANES);
+                        oy += 2;
+                        continue;
+                    }
+                    let at = self.locate(oy, cursor);
+                    let known: [*const f32; KH] = std::array::from_fn(|ky| self.row_ptr(&at, ky));
+                    let rows = |_: usize, ky: usize| if KH > 0 { known[ky] } else { self.row_ptr(&at, ky) };
+                    // SAFETY: every block computes outputs `ox..ox + N <= ow` of the row into
+                    // its staging row, reading the ring rows and zero row `rows` gives, whose
+                    // padded columns reach `(ow − 1)·sx + kw ≤ pitch`.
+                    unsafe { self.row_blocks::<1, 8, KH, KW, SX, F>(t, &rows, [out], act) };
+                    out = out.wrapping_add(ow * DEPTHWISE_LANES);
+                    oy += 1;
+                }
+            }
+
+            /// `R` output rows, kernel row `ky` of row `r` reading `rows(r, ky)`, into
+            /// `outs`: blocks of `N`, then halving blocks, of pixels of every row.
+            ///
+            /// # Safety
+            /// As [`Rows::block`], for every row.
+            $(#[$attr])*
+            #[inline]
+            unsafe fn row_blocks<
+                const R: usize,
+                const N: usize,
+                const KH: usize,
+                const KW: usize,
+                const SX: usize,
+                F: Fn($v) -> $v,
+            >(
+                &self,
+                t: &Taps,
+                rows: &impl Fn(usize, usize) -> *const f32,
+                outs: [*mut f32; R],
+                act: &F,
+            ) {
+                const { assert!(N == 8 || N == 4, "halving blocks of N / 2, N / 4, ..., 1") };
+                let ow = self.g.output.1;
+                let mut ox = 0;
+                // SAFETY: the contract, for blocks of pixels `ox..ox + n <= ow`.
+                unsafe {
+                    while ox + N <= ow {
+                        self.block::<R, N, KH, KW, SX, F>(t, rows, ox, outs, act);
+                        ox += N;
+                    }
+                    if N == 8 && ox + 4 <= ow {
+                        self.block::<R, 4, KH, KW, SX, F>(t, rows, ox, outs, act);
+                        ox += 4;
+                    }
+                    if ox + 2 <= ow {
+                        self.block::<R, 2, KH, KW, SX, F>(t, rows, ox, outs, act);
+                        ox += 2;
+                    }
+                    if ox < ow {
+                        self.block::<R, 1, KH, KW, SX, F>(t, rows, ox, outs, act);
+                    }
+                }
+            }
+
+            /// Where output row `oy` reads: its first input row `iy0` (negative in the top
+            /// padding) and the first one inside the input, `ya`, in ring slot `sa`. Moves
+            /// `cursor` (an input row at or before `ya` and its slot) to `ya`.
+            #[inline(always)]
+            fn locate(&self, oy: usize, cursor: &mut Cursor) -> Located {
+                let (sy, py) = (self.g.stride.0, self.g.padding.0);
+                let iy0 = (oy * sy) as isize - py as isize;
+                let ya = iy0.max(0) as usize;
+                if ya > cursor.row {
+                    let mut slot = cursor.slot + (ya - cursor.row);
+                    while slot >= self.ring_rows {
+                        slot -= self.ring_rows;
+                    }
+                    *cursor = Cursor { row: ya, slot };
+                }
+                Located { iy0, ya, sa: cursor.slot }
+            }
+
+            /// The ring row (or the zero row) that kernel row `ky` reads for the output row
+            /// at `at`.
+            #[inline(always)]
+            fn row_ptr(&self, at: &Located, ky: usize) -> *const f32 {
+                let iy = at.iy0 + ky as isize;
+                if iy < 0 || iy >= self.g.input.0 as isize {
+                    return self.zero;
+                }
+                // `iy − ya` < the rows one output reads ≤ `ring_rows`.
+                let s = at.sa + (iy as usize - at.ya);
+                let s = if s >= self.ring_rows { s - self.ring_rows } else { s };
+                self.ring.wrapping_add(s * self.row_len)
+            }
+
+            /// Outputs `ox..ox + N` of `R` rows: `R·N` accumulators over every tap.
+            ///
+            /// # Safety
+            /// As [`Rows::band_of`] for each row `r`, whose kernel rows `rows(r, ky)` gives,
+            /// for `ox + N <= ow`; `outs[r]` holds the row's `ow` vectors.
+            $(#[$attr])*
+            #[inline]
+            unsafe fn block<
+                const R: usize,
+                const N: usize,
+                const KH: usize,
+                const KW: usize,
+                const SX: usize,
+                F: Fn($v) -> $v,
+            >(
+                &self,
+                t: &Taps,
+                rows: &impl Fn(usize, usize) -> *const f32,
+                ox: usize,
+                outs: [*mut f32; R],
+                act: &F,
+            ) {
+                const L: usize = DEPTHWISE_LANES;
+                let g = self.g;
+                let kh = if KH > 0 { KH } else { g.kernel.0 };
+                let kw = if KW > 0 { KW } else { g.kernel.1 };
+                let sx = if SX > 0 { SX } else { g.stride.1 };
+                let mut acc = [[t.bias; N]; R];
+                // SAFETY: tap `(ky, kx)` of output `ox + i` reads padded column `(ox + i)·sx
+                // + kx` of its row, inside it; the weights hold every tap (the contract of
+                // `band_of`); the stores write outputs `ox..ox + N` of each row.
+                unsafe {
+                    for ky in 0..kh {
+                        let w = t.weights.add(ky * kw * t.stride);
+                        for (r, acc) in acc.iter_mut().enumerate() {
+                            let row = rows(r, ky).add(ox * sx * L);
+                            for (i, a) in acc.iter_mut().enumerate() {
+                                let x = row.add(i * sx * L);
+                                for kx in 0..kw {
+                                    *a = $fma($load(w.add(kx * t.stride)), $load(x.add(kx * L)), *a);
+                                }
+                            }
+                        }
+                    }
+                    for (acc, out) in acc.iter().zip(outs) {
+                        for (i, a) in acc.iter().enumerate() {
+                            $store(out.add((ox + i) * L), act(*a));
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Turns `pixels` interleaved outputs at `staging` back into the planes of `cn`
+        /// channels: channel `i`'s pixels at `out + i·plane`, `L` at a time, the last `L`
+        /// overlapping the ones before, or fewer than `L` through a copy on the stack.
+        ///
+        /// # Safety
+        /// `staging` holds `pixels` vectors; `out + i·plane` `pixels` writable floats for
+        /// every `i < cn`.
+        $(#[$attr])*
+        #[inline]
+        unsafe fn unpack(staging: *const f32, pixels: usize, out: *mut f32, plane: usize, cn: usize) {
+            const L: usize = DEPTHWISE_LANES;
+            // SAFETY: the loads read vectors `q..q + L <= pixels` of `staging`, the stores
+            // pixels `q..q + L` of the first `cn` planes (or fewer, below): the contract.
+            unsafe {
+                if pixels < L {
+                    let mut vs = [[0.0f32; L]; L];
+                    for (j, t) in vs.iter_mut().enumerate().take(pixels) {
+                        std::ptr::copy_nonoverlapping(staging.add(j * L), t.as_mut_ptr(), L);
+                    }
+                    let v = $ldt(&std::array::from_fn(|j| vs[j].as_ptr()));
+                    let mut tmp = [0.0f32; L];
+                    for (i, v) in v.iter().enumerate().take(cn) {
+                        $store(tmp.as_mut_ptr(), *v);
+                        std::ptr::copy_nonoverlapping(tmp.as_ptr(), out.add(i * plane), pixels);
+                    }
+                    return;
+                }
+                let mut q = 0;
+                while q < pixels {
+                    let q0 = q.min(pixels - L);
+                    let v = $ldt(&std::array::from_fn(|j| staging.add((q0 + j) * L)));
+                    if cn == L {
+                        for (i, v) in v.iter().enumerate() {
+                            $store(out.add(i * plane + q0), *v);
+                        }
+                    } else {
+                        for (i, v) in v.iter().enumerate().take(cn) {
+                            $store(out.add(i * plane + q0), *v);
+                        }
+                    }
+                    q += L;
+                }
+            }
+        }
+    };
+}
+
 /// Generates one ISA's kernels in a module `$m`. `$v` is the vector type, `$lanes` its
 /// width, `$chains` the FMA probe's independent chains, and the rest the intrinsics of
 /// that width (`$fma(a, b, c)` is `a·b + c`). The module sees its parent's imports.
@@ -88,6 +610,10 @@ macro_rules! with_vector_activation {
 /// `$interleave(xs, m, n, row)` is [`crate::conv::winograd::interleave_from`] from tile 0
 /// with the ISA's shuffles, an `unsafe` function of the ISA's target features.
 ///
+/// `$load_t(&[*const f32; lanes]) -> [$v; lanes]` loads a `lanes × lanes` block, one row
+/// from each pointer, transposed (the channel-blocked depthwise kernel's,
+/// [`depthwise_blocked!`]).
+///
 /// `$max3` is the ISA's 3×3 stride-2 max pool of a plane, if it has one
 /// ([`super::Kernels::max_3x3_s2`]).
 macro_rules! isa_kernels {
@@ -96,12 +622,18 @@ macro_rules! isa_kernels {
         zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
         fma = $fma:ident, add = $add:ident, max = $max:ident, min = $min:ident,
         leaky = $leaky:ident, prefetch = $prefetch:ident, interleave = $interleave:ident,
-        max_3x3_s2 = $max3:expr
+        load_t = $load_t:ident, max_3x3_s2 = $max3:expr
     ) => {
         pub(super) mod $m {
             use super::*;
 
             pub(crate) const LANES: usize = $lanes;
+
+            depthwise_blocked!(
+                attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
+                zero = $zero, load = $load, store = $store, set1 = $set1, fma = $fma,
+                max = $max, min = $min, leaky = $leaky, load_t = $load_t
+            );
 
             pub(crate) const MAX_3X3_S2: Option<$crate::simd::MaxPool3x3Fn> = $max3;
 
@@ -723,6 +1255,8 @@ macro_rules! table {
             max_2x2: $m::max_2x2,
             max_3x3_s2: $m::MAX_3X3_S2,
             depthwise: $m::depthwise,
+            depthwise_blocked: $m::depthwise_blocked,
+            depthwise_lanes: $m::DEPTHWISE_LANES,
         }
     };
 }

@@ -375,6 +375,214 @@ proptest! {
     }
 }
 
+/// The channel-blocked depthwise kernel of every ISA ([`Kernels::depthwise_blocked`]) on
+/// `c` channels of an `h × w` input: against the f64 reference, with NaN in the weights and
+/// biases past the run's channels (the lanes of a part vector compute with them, and must
+/// never store), and the same bits whatever the scratch holds. Returns each ISA's output.
+#[allow(clippy::too_many_arguments)]
+fn check_depthwise_blocked(
+    c: usize,
+    (h, w): (usize, usize),
+    kernel: (usize, usize),
+    stride: (usize, usize),
+    padding: (usize, usize),
+    act: crate::activation::Activation,
+    seed: u64,
+) -> Vec<(Isa, Vec<f32>)> {
+    use crate::conv::depthwise::{BlockGeometry, Blocked};
+    use crate::naive;
+    use crate::tensor::Shape;
+    use crate::{DepthwiseParams, activation::Activation};
+    let p = DepthwiseParams {
+        channels: c,
+        kernel,
+        stride,
+        padding,
+        act,
+    };
+    let input = Shape::new(c, h, w);
+    let out = p.out_shape(input).expect("valid geometry");
+    let taps = kernel.0 * kernel.1;
+    let (wt, b, x) = (
+        random_vec(c * taps, seed),
+        random_vec(c, seed + 1),
+        random_vec(input.len(), seed + 2),
+    );
+    // Tap-major, `c + MAX_LANES` apart, NaN past the channels.
+    let stride_w = c + MAX_LANES;
+    let mut tap_w = vec![f32::NAN; taps * stride_w];
+    for (ch, row) in wt.chunks_exact(taps).enumerate() {
+        for (t, &v) in row.iter().enumerate() {
+            tap_w[t * stride_w + ch] = v;
+        }
+    }
+    let mut bias = b.clone();
+    bias.resize(c + MAX_LANES, f32::NAN);
+    let g = BlockGeometry::new(&p, input, out);
+    let blocked = Blocked {
+        x: &x,
+        channels: c,
+        weights: &tap_w,
+        weight_stride: stride_w,
+        bias: &bias,
+        geometry: &g,
+        act,
+    };
+    let want = naive::depthwise(&p, input, &x, &wt, &b);
+    let scale = naive::depthwise(
+        &p.with_act(Activation::None),
+        input,
+        &crate::test_util::abs(&x),
+        &crate::test_util::abs(&wt),
+        &crate::test_util::abs(&b),
+    );
+    let mut outs = Vec::new();
+    for k in Isa::available().into_iter().map(Isa::kernels) {
+        let len = g.layout(k.depthwise_lanes).len;
+        let mut got = vec![f32::NAN; out.len()];
+        k.depthwise_blocked(&blocked, &mut vec![f32::NAN; len], &mut got);
+        let mut again = vec![-1.0; out.len()];
+        k.depthwise_blocked(&blocked, &mut vec![1.0; len + 7], &mut again);
+        let what = format!("{p:?} {input} {}", k.isa);
+        assert!(
+            got.iter().zip(&again).all(|(&a, &b)| same_bits(a, b)),
+            "{what}: bits depend on the scratch"
+        );
+        crate::test_util::assert_close(&got, &want, &scale, crate::test_util::TOL, &what);
+        outs.push((k.isa, got));
+    }
+    outs
+}
+
+proptest! {
+    #![proptest_config(proptest_config(64))]
+
+    /// [`check_depthwise_blocked`] on random shapes: channel counts that are not whole
+    /// vectors, planes from one pixel on, every kernel to 5, stride to 3 and padding to 2
+    /// per axis (even padding as wide as the kernel: rows and columns of zeros only), every
+    /// activation. (Smaller planes under Miri.)
+    #[test]
+    fn depthwise_blocked_matches_reference(
+        c in 1usize..=20, h in 1usize..=if cfg!(miri) { 6 } else { 24 },
+        w in 1usize..=if cfg!(miri) { 6 } else { 24 },
+        kh in 1usize..=5, kw in 1usize..=5, sy in 1usize..=3, sx in 1usize..=3,
+        py in 0usize..=2, px in 0usize..=2, act in activation(), seed in 0u64..1000,
+    ) {
+        prop_assume!(h + 2 * py >= kh && w + 2 * px >= kw);
+        check_depthwise_blocked(c, (h, w), (kh, kw), (sy, sx), (py, px), act, seed);
+    }
+}
+
+/// MobileNet's 3×3 kernels at strides 1 and 2 have their own copies of the kernel's loops,
+/// and rows narrower than `PAIR_BELOW` go two at a time: every plane side to 17 (odd and
+/// even band heights), channel counts around the vector widths, both paddings.
+#[test]
+fn depthwise_blocked_3x3_matches_reference() {
+    use crate::activation::Activation;
+    let sides: Vec<usize> = if cfg!(miri) {
+        vec![1, 2, 5]
+    } else {
+        (1..=17).collect()
+    };
+    let channels: &[usize] = if cfg!(miri) {
+        &[3, 5]
+    } else {
+        &[1, 3, 4, 5, 8, 9, 15, 16, 17, 33]
+    };
+    for &side in &sides {
+        for &c in channels {
+            for stride in [1, 2] {
+                for pad in [0, 1] {
+                    if side + 2 * pad < 3 {
+                        continue;
+                    }
+                    let act = if (side + c) % 2 == 0 {
+                        Activation::RELU6
+                    } else {
+                        Activation::None
+                    };
+                    check_depthwise_blocked(
+                        c,
+                        (side, side + 1),
+                        (3, 3),
+                        (stride, stride),
+                        (pad, pad),
+                        act,
+                        9,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Each ISA's blocked kernel checks its arguments (the contract of the `unsafe` kernel).
+#[test]
+fn depthwise_blocked_refuses_bad_arguments() {
+    use crate::activation::Activation;
+    use crate::conv::depthwise::{BlockGeometry, Blocked};
+    let good = BlockGeometry {
+        input: (4, 4),
+        output: (4, 4),
+        kernel: (3, 3),
+        stride: (1, 1),
+        padding: (1, 1),
+    };
+    let x = vec![0.0; 2 * 16];
+    let (w, b) = (vec![0.0; 9 * 32], vec![0.0; 32]);
+    fn blocked<'a>(x: &'a [f32], w: &'a [f32], b: &'a [f32], g: &'a BlockGeometry) -> Blocked<'a> {
+        Blocked {
+            x,
+            channels: 2,
+            weights: w,
+            weight_stride: 32,
+            bias: b,
+            geometry: g,
+            act: Activation::None,
+        }
+    }
+    for k in Isa::available().into_iter().map(Isa::kernels) {
+        let len = good.layout(k.depthwise_lanes).len;
+        let run = |g: BlockGeometry, work: usize, out: usize| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                k.depthwise_blocked(
+                    &blocked(&x, &w, &b, &g),
+                    &mut vec![0.0; work],
+                    &mut vec![0.0; out],
+                );
+            }))
+            .is_ok()
+        };
+        assert!(run(good, len, 32), "{}: a good call", k.isa);
+        assert!(!run(good, len - 1, 32), "{}: short scratch", k.isa);
+        assert!(!run(good, len, 31), "{}: short output", k.isa);
+        assert!(
+            !run(
+                BlockGeometry {
+                    output: (4, 5),
+                    ..good
+                },
+                len,
+                32
+            ),
+            "{}: a wrong output width",
+            k.isa
+        );
+        assert!(
+            !run(
+                BlockGeometry {
+                    kernel: (7, 3),
+                    ..good
+                },
+                len,
+                32
+            ),
+            "{}: a kernel past the padding",
+            k.isa
+        );
+    }
+}
+
 #[test]
 fn isa_names_round_trip_and_portable_is_always_there() {
     for isa in Isa::ALL {

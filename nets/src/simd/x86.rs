@@ -45,6 +45,90 @@ fn leaky_avx512(v: __m512, slope: __m512) -> __m512 {
     _mm512_mask_blend_ps(keep, _mm512_mul_ps(slope, v), v)
 }
 
+/// Rows `rows[i][0..8]` of an 8 × 8 block, transposed (the template's `$load_t`): per
+/// 128-bit half, rows `i` and `i + 4` come in by a 128-bit load and an insert, then two
+/// 4 × 4 transposes run side by side in the halves (unpacks, then shuffles of pairs): 16
+/// shuffles, where loading whole rows needs 8 more to cross the halves.
+///
+/// # Safety
+/// The CPU has AVX; each pointer addresses 8 readable floats.
+#[target_feature(enable = "avx")]
+#[inline]
+unsafe fn load_t_avx2(rows: &[*const f32; 8]) -> [__m256; 8] {
+    // SAFETY: the loads read `rows[i][0..8]` (the contract).
+    let half = |i: usize, at: usize| unsafe {
+        let lo = _mm256_castps128_ps256(_mm_loadu_ps(rows[i].add(at)));
+        _mm256_insertf128_ps::<1>(lo, _mm_loadu_ps(rows[i + 4].add(at)))
+    };
+    let mut out = [_mm256_setzero_ps(); 8];
+    for at in [0, 4] {
+        // Rows (i, i + 4), columns at..at + 4, for i < 4: a 4 × 4 block in each half.
+        let [a, b, c, d] = [0, 1, 2, 3].map(|i| half(i, at));
+        let (ab_lo, ab_hi) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+        let (cd_lo, cd_hi) = (_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
+        out[at] = _mm256_shuffle_ps::<0x44>(ab_lo, cd_lo);
+        out[at + 1] = _mm256_shuffle_ps::<0xEE>(ab_lo, cd_lo);
+        out[at + 2] = _mm256_shuffle_ps::<0x44>(ab_hi, cd_hi);
+        out[at + 3] = _mm256_shuffle_ps::<0xEE>(ab_hi, cd_hi);
+    }
+    out
+}
+
+/// Rows `rows[i][0..16]` of a 16 × 16 block, transposed (the template's `$load_t`).
+///
+/// # Safety
+/// The CPU has AVX-512F; each pointer addresses 16 readable floats.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn load_t_avx512(rows: &[*const f32; 16]) -> [__m512; 16] {
+    // SAFETY: the loads read `rows[i][0..16]` (the contract).
+    let mut v = rows.map(|r| unsafe { _mm512_loadu_ps(r) });
+    transpose_avx512(&mut v);
+    v
+}
+
+/// A 16 × 16 transpose of `v`: after it, `v[j]`'s lane `i` is what `v[i]`'s lane `j` was.
+/// Per 128-bit lane, unpacks pair the rows' floats and shuffles their pairs (4 × 4
+/// transposes), then a 4 × 4 transpose of the lanes across four rows' results (two rounds
+/// of `shuffle_f32x4`): 64 shuffles.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn transpose_avx512(v: &mut [__m512; 16]) {
+    // Per 128-bit lane `i`, `t[2k]` holds columns 4i, 4i + 1 of rows 2k, 2k + 1 (a₀ b₀ a₁
+    // b₁), `t[2k + 1]` columns 4i + 2, 4i + 3.
+    let t: [__m512; 16] = std::array::from_fn(|k| {
+        let (x, y) = (v[k & !1], v[k | 1]);
+        if k % 2 == 0 {
+            _mm512_unpacklo_ps(x, y)
+        } else {
+            _mm512_unpackhi_ps(x, y)
+        }
+    });
+    // `s[4q + m]` (rows 4q..4q + 4), per lane `i`: column 4i + m of those four rows.
+    let s: [__m512; 16] = std::array::from_fn(|k| {
+        let (q, m) = (k / 4, k % 4);
+        let (x, y) = (t[4 * q + m / 2], t[4 * q + 2 + m / 2]);
+        if m % 2 == 0 {
+            _mm512_shuffle_ps::<0x44>(x, y)
+        } else {
+            _mm512_shuffle_ps::<0xEE>(x, y)
+        }
+    });
+    // Column c = 4i + m is lane i of s[m], s[4 + m], s[8 + m], s[12 + m], in that order.
+    // `u` takes lanes (0, 1) or (2, 3) of two of them, then the lanes are picked in pairs.
+    for m in 0..4 {
+        let (s0, s1, s2, s3) = (s[m], s[4 + m], s[8 + m], s[12 + m]);
+        let u01_lo = _mm512_shuffle_f32x4::<0x44>(s0, s1); // s0.0 s0.1 s1.0 s1.1
+        let u23_lo = _mm512_shuffle_f32x4::<0x44>(s2, s3); // s2.0 s2.1 s3.0 s3.1
+        let u01_hi = _mm512_shuffle_f32x4::<0xEE>(s0, s1); // s0.2 s0.3 s1.2 s1.3
+        let u23_hi = _mm512_shuffle_f32x4::<0xEE>(s2, s3); // s2.2 s2.3 s3.2 s3.3
+        v[m] = _mm512_shuffle_f32x4::<0x88>(u01_lo, u23_lo); // lanes 0 of s0..s3
+        v[4 + m] = _mm512_shuffle_f32x4::<0xDD>(u01_lo, u23_lo); // lanes 1
+        v[8 + m] = _mm512_shuffle_f32x4::<0x88>(u01_hi, u23_hi); // lanes 2
+        v[12 + m] = _mm512_shuffle_f32x4::<0xDD>(u01_hi, u23_hi); // lanes 3
+    }
+}
+
 /// [`winograd::interleave_steps`] of 8 tiles, for 2 and 4 outputs a tile.
 ///
 /// # Safety
@@ -280,7 +364,7 @@ isa_kernels!(
     zero = _mm256_setzero_ps, load = _mm256_loadu_ps, store = _mm256_storeu_ps,
     set1 = _mm256_set1_ps, fma = _mm256_fmadd_ps, add = _mm256_add_ps, max = _mm256_max_ps,
     min = _mm256_min_ps, leaky = leaky_avx2, prefetch = prefetch, interleave = interleave_avx2,
-    max_3x3_s2 = Some(max_3x3_s2_avx2)
+    load_t = load_t_avx2, max_3x3_s2 = Some(max_3x3_s2_avx2)
 );
 
 isa_kernels!(
@@ -288,7 +372,7 @@ isa_kernels!(
     zero = _mm512_setzero_ps, load = _mm512_loadu_ps, store = _mm512_storeu_ps,
     set1 = _mm512_set1_ps, fma = _mm512_fmadd_ps, add = _mm512_add_ps, max = _mm512_max_ps,
     min = _mm512_min_ps, leaky = leaky_avx512, prefetch = prefetch, interleave = interleave_avx512,
-    max_3x3_s2 = Some(max_3x3_s2_avx512)
+    load_t = load_t_avx512, max_3x3_s2 = Some(max_3x3_s2_avx512)
 );
 
 pub(super) static AVX2: Kernels = table!(Isa::Avx2, avx2, 6, 2);

@@ -4,7 +4,7 @@ use super::*;
 use crate::batchnorm::{BatchNorm, fold_batchnorm};
 use crate::naive;
 use crate::test_util::{
-    TOL, abs, assert_bit_identical, assert_close, bits, proptest_config, random_vec,
+    TOL, abs, assert_bit_identical, assert_close, bits, proptest_config, random_vec, same_bits,
     sprinkle_specials,
 };
 
@@ -30,11 +30,15 @@ fn random_layer(p: DepthwiseParams, input: Shape, seed: u64) -> (DepthwiseConv2d
     (layer, x)
 }
 
-/// The layer on every ISA path this CPU runs (the portable one included).
+/// The layer on every ISA path this CPU runs (the portable one included), by each
+/// algorithm.
 fn variants(layer: &DepthwiseConv2d) -> Vec<DepthwiseConv2d> {
     Isa::available()
         .into_iter()
-        .map(|isa| layer.clone().with_isa(isa).unwrap())
+        .flat_map(|isa| {
+            [DepthwiseAlgo::Blocked, DepthwiseAlgo::Planes]
+                .map(|algo| layer.clone().with_isa(isa).unwrap().with_algo(algo))
+        })
         .collect()
 }
 
@@ -103,6 +107,124 @@ proptest! {
         let (layer, x) = random_layer(p, input, seed);
         check_against_naive(&layer, &x);
     }
+}
+
+proptest! {
+    #![proptest_config(proptest_config(64))]
+
+    /// Both algorithms give the same bits on every ISA path (each element is the bias, then
+    /// a multiply-add per tap in order, then the activation, either way), NaN and infinities
+    /// in the input included.
+    #[test]
+    fn blocked_and_planes_have_the_same_bits(
+        c in 1usize..=40, h in 1usize..=30, w in 1usize..=30,
+        kh in 1usize..=5, kw in 1usize..=5, sy in 1usize..=3, sx in 1usize..=3,
+        py in 0usize..=2, px in 0usize..=2,
+        act in 0usize..4, a in -1.0f32..0.5, span in 0.0f32..1.5, seed in 0u64..10_000,
+    ) {
+        let p = DepthwiseParams {
+            channels: c, kernel: (kh, kw), stride: (sy, sx),
+            padding: (py.min(kh / 2), px.min(kw / 2)), act: activation(act, a, span),
+        };
+        let input = Shape::new(c, h, w);
+        prop_assume!(p.out_shape(input).is_ok());
+        let (layer, mut x) = random_layer(p, input, seed);
+        sprinkle_specials(&mut x, 37, seed);
+        for isa in Isa::available() {
+            let l = layer.clone().with_isa(isa).unwrap();
+            let blocked = l.clone().with_algo(DepthwiseAlgo::Blocked).forward(&[&x], &mut Scratch::new());
+            let planes = l.with_algo(DepthwiseAlgo::Planes).forward(&[&x], &mut Scratch::new());
+            let same = blocked.iter().zip(&planes).all(|(&b, &p)| same_bits(b, p));
+            prop_assert!(same, "{:?} {} {}", p, input, isa);
+        }
+    }
+}
+
+/// Planes of 1 to 3 pixels a side, channel counts around every path's vector width (4, 8
+/// and 16 lanes), every kernel to 3, stride to 3 and padding PyTorch allows.
+#[test]
+fn tiny_planes_match_naive() {
+    for (h, w) in [(1, 1), (1, 2), (2, 1), (2, 2), (1, 3), (3, 2), (3, 3)] {
+        for c in [1, 3, 5, 9, 17] {
+            for (kh, kw) in [(1, 1), (1, 3), (2, 2), (3, 1), (3, 3)] {
+                for (sy, sx) in [(1, 1), (2, 1), (1, 3), (3, 3)] {
+                    let p = DepthwiseParams {
+                        channels: c,
+                        kernel: (kh, kw),
+                        stride: (sy, sx),
+                        padding: (kh / 2, kw / 2),
+                        act: Activation::RELU6,
+                    };
+                    let input = Shape::new(c, h, w);
+                    if p.out_shape(input).is_err() {
+                        continue;
+                    }
+                    let (layer, x) = random_layer(p, input, (h * 10 + w) as u64);
+                    check_against_naive(&layer, &x);
+                }
+            }
+        }
+    }
+}
+
+/// The channel-blocked kernel's scratch: bands as tall as fit the budget (at least one
+/// row), evened out over the output rows, a ring of the input rows a band reads, at most
+/// the input's.
+#[test]
+fn block_layout_fits_its_budget() {
+    for (p, side) in [
+        (DepthwiseParams::new(32, 3, 1, 1), 112),
+        (DepthwiseParams::new(96, 3, 2, 1), 112),
+        (DepthwiseParams::new(144, 3, 1, 1), 56),
+        (DepthwiseParams::new(576, 3, 2, 1), 14),
+        (DepthwiseParams::new(960, 3, 1, 1), 7),
+        (DepthwiseParams::new(8, 5, 3, 2), 1),
+        (DepthwiseParams::new(8, 7, 1, 3), 2000),
+    ] {
+        let input = Shape::new(p.channels, side, side);
+        let out = p.out_shape(input).unwrap();
+        let g = BlockGeometry::new(&p, input, out);
+        for lanes in [1, 4, 8, 16] {
+            let l = g.layout(lanes);
+            let row = l.pitch * lanes;
+            assert_eq!(l.pitch, side + 2 * p.padding.1);
+            assert!(
+                l.band_rows >= 1 && l.band_rows <= out.h,
+                "{p:?} {lanes}: {l:?}"
+            );
+            let (lo, hi) = g.rows_read(0..l.band_rows);
+            assert!(
+                hi - lo <= l.ring_rows && l.ring_rows <= side,
+                "{p:?} {lanes}: {l:?}"
+            );
+            assert_eq!(l.len, (l.ring_rows + 1) * row + l.band_rows * out.w * lanes);
+            assert!(
+                l.len <= BLOCK_TILE_FLOATS || l.band_rows == 1,
+                "{p:?} {lanes}: {l:?}"
+            );
+            // Evened out: no band is more than one row shorter than the others.
+            let bands = out.h.div_ceil(l.band_rows);
+            assert!(out.h > (bands - 1) * l.band_rows && out.h + bands > bands * l.band_rows);
+        }
+    }
+    // Rows read: clipped to the input, empty in the padding.
+    let g = BlockGeometry::new(
+        &DepthwiseParams::new(1, 3, 2, 1),
+        Shape::new(1, 5, 5),
+        Shape::new(1, 3, 3),
+    );
+    assert_eq!(g.rows_read(0..1), (0, 2));
+    assert_eq!(g.rows_read(1..3), (1, 5));
+    let g = BlockGeometry::new(
+        &DepthwiseParams {
+            padding: (2, 2),
+            ..DepthwiseParams::new(1, 1, 1, 0)
+        },
+        Shape::new(1, 2, 2),
+        Shape::new(1, 6, 6),
+    );
+    assert_eq!(g.rows_read(0..2), (0, 0));
+    assert_eq!(g.rows_read(5..6), (2, 2));
 }
 
 /// MobileNet's shapes (fewer channels): 3×3, padding 1, strides 1 and 2, ReLU6.
