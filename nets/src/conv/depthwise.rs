@@ -11,7 +11,7 @@
 //! default, and **plane by plane**, kept for A/B runs.
 //!
 //! # Channel blocks (the default)
-//! A vector holds one pixel of as many channels as it has lanes (8 on AVX2, 16 on
+//! A vector holds one pixel of as many channels as it has lanes (8 on AVX2 and
 //! AVX-512, 4 on NEON and the portable path): a tap is then one vector of the channels'
 //! weights times one input vector, with no shuffles, no edge cases at the plane's borders
 //! and no scalar tails, however narrow the plane (MobileNet's 7×7 planes are 7 pixels
@@ -47,6 +47,10 @@
 //! from 1.27 to 0.71 ms at width 2, V1's from 1.94 to 1.03 and from 1.02 to 0.57; the
 //! 112×112 and 56×56 layers moved 19–29 GB/s on one core, 64–99% of the copy bandwidth
 //! measured in the same run (about 29 GB/s), the 7×7 ones 12.4 (43%).
+//! On the 16-core x86-64 Linux machine (Xeon, AVX-512) the same table gave 1.61 ms a
+//! frame for V2 with 8 channels a vector against 2.80 plane by plane (AVX2's kernels,
+//! `TAOPIPE_ISA=avx2`), but 3.38 with AVX-512's 16 (plane by plane 2.59): its AVX-512
+//! tables take AVX2's blocked kernel (`simd/x86.rs`).
 //!
 //! # Plane by plane
 //! No reduction runs across channels, so there is no GEMM and no weight packing: each

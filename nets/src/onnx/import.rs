@@ -359,7 +359,17 @@ impl Importer {
                 }
             }
             "Identity" | "Dropout" => {
-                let p = self.producer(node, &first()?)?;
+                // torch.onnx.export writes `Identity` nodes that alias one initializer
+                // under another name where two parameters hold the same values (zero
+                // biases of an untrained net): the output is then that constant.
+                let input = first()?;
+                if let Some(value) = self.constants.get(&input).cloned() {
+                    if let Some(out) = node.outputs.first() {
+                        self.constants.insert(out.clone(), value);
+                    }
+                    return Ok(());
+                }
+                let p = self.producer(node, &input)?;
                 if node
                     .outputs
                     .get(1)

@@ -296,3 +296,35 @@ fn what_cannot_run_is_an_error_naming_the_node() {
         Shape::new(3, 4, 4)
     );
 }
+
+/// torch.onnx.export aliases equal initializers through `Identity` nodes (an untrained
+/// net's zero biases): a conv reading the alias gets the aliased values.
+#[test]
+fn an_identity_of_an_initializer_is_that_constant() {
+    let g = graph(
+        [1, 2, 4, 4],
+        vec![
+            node("Identity", "Identity_0", &["b"], &["b_alias"], vec![]),
+            node(
+                "Conv",
+                "conv",
+                &["x", "w", "b_alias"],
+                &["y"],
+                vec![("kernel_shape", ints(&[1, 1]))],
+            ),
+        ],
+        vec![
+            ("w", floats(&[3, 2, 1, 1], |i| i as f32)),
+            ("b", floats(&[3], |i| 10.0 + i as f32)),
+        ],
+        "y",
+    );
+    let imported = import(g, "alias").unwrap();
+    assert_eq!(imported.spec.layers().len(), 1);
+    let bias = imported
+        .params
+        .iter()
+        .find(|(name, _)| name.ends_with(".bias"))
+        .map(|(_, (_, v))| v.clone());
+    assert_eq!(bias, Some(vec![10.0, 11.0, 12.0]));
+}

@@ -95,9 +95,11 @@ impl Isa {
                     && std::arch::is_x86_feature_detected!("fma")
             }
             #[cfg(target_arch = "x86_64")]
+            // AVX2 too: the AVX-512 tables run AVX2's depthwise kernel (`x86::AVX512`).
             Isa::Avx512 => {
                 std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("fma")
+                    && Isa::Avx2.is_supported()
             }
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),

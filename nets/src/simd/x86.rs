@@ -376,8 +376,15 @@ isa_kernels!(
 );
 
 pub(super) static AVX2: Kernels = table!(Isa::Avx2, avx2, 6, 2);
-pub(super) static AVX512: Kernels = table!(Isa::Avx512, avx512, 12, 2, extra [1, 2, 3, 4]);
-pub(super) static AVX512_WIDE: Kernels = table!(Isa::Avx512, avx512, 8, 3, extra [1, 2]);
+/// The AVX-512 tables take AVX2's channel-blocked depthwise kernel (8 channels a vector):
+/// on the 16-core x86-64 Linux machine (Xeon) MobileNet V2's depthwise convs took 1.61 ms
+/// a frame at width 1 with it and 3.38 ms with AVX-512's own (16 channels a vector, still
+/// built, in [`VARIANTS`]), plane by plane 2.59 (`TAOPIPE_ISA=avx2` and `=avx512 cargo
+/// bench -p taopipe-nets --bench bench_main -- report-depthwise` at 56bef55).
+pub(super) static AVX512: Kernels =
+    table!(Isa::Avx512, avx512, 12, 2, extra [1, 2, 3, 4], depthwise avx2);
+pub(super) static AVX512_WIDE: Kernels =
+    table!(Isa::Avx512, avx512, 8, 3, extra [1, 2], depthwise avx2);
 
 /// Other tile shapes, for the benchmark that chose the ones above.
 pub(super) static VARIANTS: [Kernels; 4] = [
