@@ -612,7 +612,8 @@ fn missing_tensors_and_bad_inputs_are_errors_naming_them() {
 
 /// A model run as a pipeline — stages on disjoint places, frames in flight at once — gives
 /// the same bits as the whole net on one place. ResNet50 is cut inside blocks, so residual
-/// tensors cross stage boundaries.
+/// tensors cross stage boundaries; the issue-11 nets are cut between their modules
+/// (inverted residuals, fire and inception modules), some stages 2 wide.
 #[test]
 fn a_pipelined_model_gives_the_same_bits_as_one_place() {
     use std::sync::Arc;
@@ -628,6 +629,31 @@ fn a_pipelined_model_gives_the_same_bits_as_one_place() {
             zoo::vgg16(),
             vec![8, 13],
             vec![Place::new(0, 2), Place::new(2, 1)],
+        ),
+        (
+            zoo::mobilenet_v2(),
+            vec![20, 18, 16],
+            vec![Place::new(0, 1), Place::new(1, 1), Place::new(2, 1)],
+        ),
+        (
+            zoo::mobilenet_v1(),
+            vec![12, 17],
+            vec![Place::new(0, 2), Place::new(2, 1)],
+        ),
+        (
+            zoo::squeezenet1_1(),
+            vec![5, 5, 4],
+            vec![Place::new(0, 1), Place::new(1, 1), Place::new(2, 1)],
+        ),
+        (
+            zoo::googlenet(),
+            vec![7, 11],
+            vec![Place::new(0, 1), Place::new(1, 2)],
+        ),
+        (
+            zoo::yolov2_tiny(),
+            vec![6, 5, 4],
+            vec![Place::new(0, 1), Place::new(1, 1), Place::new(2, 1)],
         ),
     ] {
         let model =

@@ -919,10 +919,9 @@ impl Kernel for DepthwiseConv2d {
         ctx: &TaskCtx<'_>,
         inputs: &[&[f32]],
         output: &SharedSlice<f32>,
-        workspace: &Workspace,
+        _workspace: &Workspace,
         scratch: &mut Scratch,
     ) {
-        let _ = workspace;
         let (c, plane) = (self.params.channels, self.out_shape.plane());
         let lanes = match self.algo {
             DepthwiseAlgo::Blocked => self.kernels.depthwise_lanes,

@@ -21,6 +21,47 @@ fn activation(which: usize, a: f32, span: f32) -> Activation {
     }
 }
 
+/// Random layers of up to `channels` channels on planes up to `side` a side: every kernel
+/// size to 5 and stride to 3 per axis, every padding PyTorch allows (at most half the
+/// kernel), every activation, and a seed for the values.
+fn random_case(
+    channels: usize,
+    side: usize,
+) -> impl Strategy<Value = (DepthwiseParams, Shape, u64)> {
+    let geometry = (
+        1..=5usize,
+        1..=5usize,
+        1..=3usize,
+        1..=3usize,
+        0..=2usize,
+        0..=2usize,
+    );
+    let act = (0..4usize, -1.0f32..0.5, 0.0f32..1.5);
+    (
+        1..=channels,
+        1..=side,
+        1..=side,
+        geometry,
+        act,
+        0u64..10_000,
+    )
+        .prop_map(
+            |(c, h, w, (kh, kw, sy, sx, py, px), (act, a, span), seed)| {
+                let p = DepthwiseParams {
+                    channels: c,
+                    kernel: (kh, kw),
+                    stride: (sy, sx),
+                    padding: (py.min(kh / 2), px.min(kw / 2)),
+                    act: activation(act, a, span),
+                };
+                (p, Shape::new(c, h, w), seed)
+            },
+        )
+        .prop_filter("a layer that has an output", |(p, input, _)| {
+            p.out_shape(*input).is_ok()
+        })
+}
+
 /// A layer of random weights and bias, and a random input.
 fn random_layer(p: DepthwiseParams, input: Shape, seed: u64) -> (DepthwiseConv2d, Vec<f32>) {
     let w = random_vec(p.weight_len(), seed);
@@ -73,18 +114,7 @@ proptest! {
     /// Random shapes, odd sizes included, every kernel size to 5 and stride to 3 per axis,
     /// every padding PyTorch allows, and every activation.
     #[test]
-    fn depthwise_matches_naive(
-        c in 1usize..=40, h in 1usize..=40, w in 1usize..=40,
-        kh in 1usize..=5, kw in 1usize..=5, sy in 1usize..=3, sx in 1usize..=3,
-        py in 0usize..=2, px in 0usize..=2,
-        act in 0usize..4, a in -1.0f32..0.5, span in 0.0f32..1.5, seed in 0u64..10_000,
-    ) {
-        let p = DepthwiseParams {
-            channels: c, kernel: (kh, kw), stride: (sy, sx),
-            padding: (py.min(kh / 2), px.min(kw / 2)), act: activation(act, a, span),
-        };
-        let input = Shape::new(c, h, w);
-        prop_assume!(p.out_shape(input).is_ok());
+    fn depthwise_matches_naive((p, input, seed) in random_case(40, 40)) {
         let (layer, x) = random_layer(p, input, seed);
         check_against_naive(&layer, &x);
     }
@@ -116,18 +146,7 @@ proptest! {
     /// a multiply-add per tap in order, then the activation, either way), NaN and infinities
     /// in the input included.
     #[test]
-    fn blocked_and_planes_have_the_same_bits(
-        c in 1usize..=40, h in 1usize..=30, w in 1usize..=30,
-        kh in 1usize..=5, kw in 1usize..=5, sy in 1usize..=3, sx in 1usize..=3,
-        py in 0usize..=2, px in 0usize..=2,
-        act in 0usize..4, a in -1.0f32..0.5, span in 0.0f32..1.5, seed in 0u64..10_000,
-    ) {
-        let p = DepthwiseParams {
-            channels: c, kernel: (kh, kw), stride: (sy, sx),
-            padding: (py.min(kh / 2), px.min(kw / 2)), act: activation(act, a, span),
-        };
-        let input = Shape::new(c, h, w);
-        prop_assume!(p.out_shape(input).is_ok());
+    fn blocked_and_planes_have_the_same_bits((p, input, seed) in random_case(40, 30)) {
         let (layer, mut x) = random_layer(p, input, seed);
         sprinkle_specials(&mut x, 37, seed);
         for isa in Isa::available() {
