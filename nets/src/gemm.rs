@@ -213,7 +213,7 @@ pub fn gemm(
                     kernels.gemm(kcb, ap, a_step, b, &mut c, k0 > 0, e.as_ref());
                 }
             };
-            if kdim <= STORE_BOUND_K {
+            if kdim <= STORE_BOUND_K && cols >= STORE_BOUND_COLS {
                 // The whole panels of a row panel in one call (`Kernels::gemm_panels`),
                 // then a short or joined last one.
                 let whole = if joined { passes - 1 } else { cols / nr };
@@ -259,6 +259,19 @@ pub(crate) fn joins_tail(kernels: &Kernels, cols: usize) -> bool {
 ///   its output hot, the stem was level at width 1 and 6% slower at width 2: the order
 ///   pays where the output is cold, as in a frame.
 pub(crate) const STORE_BOUND_K: usize = 192;
+
+/// Blocks narrower than this many columns keep the column-panel order whatever their
+/// reduction: their output rows are too short to make streams (STORE_BOUND_K's reason),
+/// and each column panel then stays in L1 across every row panel. MobileNetV2's
+/// expansions on 14×14 and 7×7 (`96 → 576`, `160 → 960`: blocks of 196 and 49 columns,
+/// 576 and 960 rows) went from 0.31–0.33 to 0.25 ms and 0.23 to 0.17 ms each, its 1×1
+/// convs 7.6 to 7.1–7.3 ms a frame and the frame 10.0–10.1 to 9.5–9.6 ms at width 1,
+/// 5.6–7.4 to 5.0–6.8 at width 2 (three pairs); SqueezeNet, GoogLeNet and ResNet50 level
+/// (two pairs, within ±3%). The blocks STORE_BOUND_K's measurements were taken on (ResNet50's
+/// stem, 416–432 columns, its `128 → 512` convs, 384–400) are wider and keep the row
+/// order. (`frame --net NET --width W --profile`, builds taking turns; 2-core AMD EPYC
+/// Zen 3 VM, AVX2.)
+pub(crate) const STORE_BOUND_COLS: usize = 256;
 
 #[cfg(test)]
 mod test;
