@@ -270,7 +270,10 @@ pub(crate) const STORE_BOUND_K: usize = 192;
 /// (two pairs, within ±3%). The blocks STORE_BOUND_K's measurements were taken on (ResNet50's
 /// stem, 416–432 columns, its `128 → 512` convs, 384–400) are wider and keep the row
 /// order. (`frame --net NET --width W --profile`, builds taking turns; 2-core AMD EPYC
-/// Zen 3 VM, AVX2.)
+/// Zen 3 VM, AVX2.) On the 16-core x86-64 Linux machine (AVX-512; `frame --net NET
+/// --width W`, three rounds, builds taking turns) the frames of all four nets were level or
+/// faster at widths 1 and 2 (MobileNetV2 8.5–8.7 → 8.3–8.4 ms at width 1, GoogLeNet
+/// 27.8–28.1 → 27.3–27.6) and level at 16.
 pub(crate) const STORE_BOUND_COLS: usize = 256;
 
 #[cfg(test)]
