@@ -250,3 +250,62 @@ fn every_isa_pools_the_portable_bits() {
         }
     }
 }
+
+/// GoogLeNet's 3×3 stride-1 pools (`max_3x3_s1`, padded by one) give the separable
+/// route's bits on every ISA path: a window's rows reduced in order, then its columns, the
+/// padding `−∞`. NaN payloads, ±∞ and ties of `0.0` with `−0.0` included, on planes of one
+/// row or column, odd sizes and GoogLeNet's 28×28, 14×14 and 7×7.
+#[test]
+fn three_by_three_stride_one_pools_keep_the_separable_bits() {
+    use crate::activation::max_nan;
+    let payload = f32::from_bits(0x7fc0_1234);
+    for (h, w) in [
+        (1, 1),
+        (1, 5),
+        (4, 1),
+        (2, 2),
+        (3, 7),
+        (7, 7),
+        (7, 9),
+        (14, 14),
+        (28, 28),
+    ] {
+        let input = Shape::new(3, h, w);
+        let seed = (h * 31 + w) as u64;
+        let mut x = random_vec(input.len(), seed);
+        sprinkle_specials(&mut x, 5, seed);
+        for (j, v) in x.iter_mut().enumerate().filter(|(j, _)| j % 5 == 2) {
+            *v = [0.0, -0.0, payload][j % 3];
+        }
+        let mut want = Vec::new();
+        for plane in x.chunks_exact(h * w) {
+            for oy in 0..h {
+                let rows = oy.saturating_sub(1)..(oy + 2).min(h);
+                let row = |y: usize| &plane[y * w..(y + 1) * w];
+                let mut m = row(rows.start).to_vec();
+                for y in rows.start + 1..rows.end {
+                    m.iter_mut()
+                        .zip(row(y))
+                        .for_each(|(m, &v)| *m = max_nan(*m, v));
+                }
+                let at = |i: isize| match usize::try_from(i) {
+                    Ok(i) if i < w => m[i],
+                    _ => f32::NEG_INFINITY,
+                };
+                for ox in 0..w as isize {
+                    want.push(max_nan(max_nan(at(ox - 1), at(ox)), at(ox + 1)).to_bits());
+                }
+            }
+        }
+        let p = PoolParams::max(3, 1, 1).with_ceil(true);
+        for isa in Isa::available() {
+            let pool = Pool2d::new(p, input).unwrap().with_isa(isa).unwrap();
+            let got: Vec<u32> = pool
+                .forward(&[&x], &mut Scratch::new())
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            assert_eq!(got, want, "{input} on {isa}");
+        }
+    }
+}

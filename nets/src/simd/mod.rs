@@ -307,6 +307,13 @@ pub(crate) type WinogradOutputFn = unsafe fn(
 /// The CPU runs the kernel's ISA.
 pub(crate) type MaxPool2x2Fn = unsafe fn(&[f32], usize, &mut [f32], usize);
 
+/// The 3×3 stride-1 max pool of one plane padded by one ([`crate::pool::max_3x3_s1`]),
+/// `(plane, w, dst, rows)`, compiled for the table's ISA.
+///
+/// # Safety
+/// The CPU runs the kernel's ISA.
+pub(crate) type MaxPool3x3S1Fn = unsafe fn(&[f32], usize, &mut [f32], &mut [f32]);
+
 /// The 3×3 stride-2 max pool of one plane, `(plane, w, (pad, right), dst, ow, column)`:
 /// `plane` holds whole rows `w` wide, `dst` whole output rows `ow` wide, and `column` at
 /// least `pad + w + right` floats of scratch: the row of column maxima, `pad` columns of
@@ -427,6 +434,7 @@ pub struct Kernels {
     pub(crate) winograd_input: WinogradInputFn,
     pub(crate) winograd_output: WinogradOutputFn,
     pub(crate) max_2x2: MaxPool2x2Fn,
+    pub(crate) max_3x3_s1: MaxPool3x3S1Fn,
     /// The 3×3 stride-2 max pool, where the ISA has one of its own.
     pub(crate) max_3x3_s2: Option<MaxPool3x3Fn>,
     /// The depthwise convolution of a run of channels, plane by plane.
@@ -867,6 +875,30 @@ impl Kernels {
     pub(crate) fn max_2x2(&self, plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
         // SAFETY: as `winograd_input`.
         unsafe { (self.max_2x2)(plane, w, dst, ow) }
+    }
+
+    /// The 3×3 stride-1 max pool of a plane `w` wide padded by one on every side into
+    /// `dst`, as large (see [`crate::pool::max_3x3_s1`]), compiled for this table's ISA;
+    /// `rows` is scratch of at least the plane's length.
+    ///
+    /// # Panics
+    /// On sizes that do not match (caller bugs).
+    pub(crate) fn max_3x3_s1(&self, plane: &[f32], w: usize, dst: &mut [f32], rows: &mut [f32]) {
+        assert!(
+            w > 0 && !plane.is_empty() && plane.len().is_multiple_of(w),
+            "plane {} not rows of {w}",
+            plane.len()
+        );
+        assert!(
+            dst.len() == plane.len() && rows.len() >= plane.len(),
+            "plane {}, output {}, scratch {}",
+            plane.len(),
+            dst.len(),
+            rows.len()
+        );
+        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the function is safe code
+        // compiled with the ISA's target features.
+        unsafe { (self.max_3x3_s1)(plane, w, dst, rows) }
     }
 
     /// The 3×3 stride-2 max pool of an `h × w` plane with padding `pad` before and `right`

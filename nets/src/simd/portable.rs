@@ -29,6 +29,7 @@ pub(super) static PORTABLE: Kernels = Kernels {
     winograd_input,
     winograd_output,
     max_2x2,
+    max_3x3_s1,
     max_3x3_s2: None,
     depthwise,
     depthwise_blocked: blocked::depthwise_blocked,
@@ -131,6 +132,12 @@ mod blocked {
 /// Always safe (see [`super::MaxPool2x2Fn`]).
 unsafe fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
     crate::pool::max_2x2(plane, w, dst, ow);
+}
+
+/// # Safety
+/// Always safe (see [`super::MaxPool3x3S1Fn`]).
+unsafe fn max_3x3_s1(plane: &[f32], w: usize, dst: &mut [f32], rows: &mut [f32]) {
+    crate::pool::max_3x3_s1(plane, w, dst, rows);
 }
 
 /// # Safety

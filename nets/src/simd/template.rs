@@ -1081,6 +1081,20 @@ macro_rules! isa_kernels {
                 crate::pool::max_2x2(plane, w, dst, ow);
             }
 
+            /// The 3×3 stride-1 max pool of one plane padded by one, compiled for this ISA.
+            ///
+            /// # Safety
+            /// The CPU has the target features.
+            #[target_feature(enable = $feat)]
+            pub(crate) unsafe fn max_3x3_s1(
+                plane: &[f32],
+                w: usize,
+                dst: &mut [f32],
+                rows: &mut [f32],
+            ) {
+                crate::pool::max_3x3_s1(plane, w, dst, rows);
+            }
+
             /// The depthwise convolution of a run of channels, compiled for this ISA
             /// ([`crate::conv::depthwise::channels`] with [`depthwise_run`]).
             ///
@@ -1261,6 +1275,7 @@ macro_rules! table {
             winograd_input: $m::winograd_input,
             winograd_output: $m::winograd_output,
             max_2x2: $m::max_2x2,
+            max_3x3_s1: $m::max_3x3_s1,
             max_3x3_s2: $m::MAX_3X3_S2,
             depthwise: $m::depthwise,
             depthwise_blocked: $m::depthwise_blocked,
