@@ -631,6 +631,11 @@ fn a_pipelined_model_gives_the_same_bits_as_one_place() {
             vec![Place::new(0, 2), Place::new(2, 1)],
         ),
         (
+            zoo::alexnet(),
+            vec![5, 6],
+            vec![Place::new(0, 1), Place::new(1, 2)],
+        ),
+        (
             zoo::mobilenet_v2(),
             vec![20, 18, 16],
             vec![Place::new(0, 1), Place::new(1, 1), Place::new(2, 1)],
