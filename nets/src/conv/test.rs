@@ -120,6 +120,9 @@ fn algorithm_order() {
     assert_eq!(choose(64, 64, 3, 1, 1, 56), ConvAlgo::Winograd);
     // F(4×4) makes 16 tiles of 14×14, F(2×2) 49; of 7×7, 4 and 16.
     assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd2);
+    // F(2×2) from `MIN_CHANNELS_F2` input channels: SqueezeNet's 13×13 expands run direct.
+    assert_eq!(choose(96, 384, 3, 1, 1, 13), ConvAlgo::Winograd2);
+    assert_eq!(choose(64, 256, 3, 1, 1, 13), ConvAlgo::Direct);
     assert_eq!(choose(512, 512, 3, 1, 1, 7), ConvAlgo::Direct);
     assert_eq!(choose(256, 256, 3, 1, 1, 28), ConvAlgo::Winograd);
     assert_eq!(choose(3, 64, 3, 1, 1, 224), ConvAlgo::Direct);

@@ -34,7 +34,8 @@
 //! # When it pays off, and which tiling
 //! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels, then F(4×4) if it
 //! makes at least [`MIN_TILES`] output tiles (one AVX-512 panel), else F(2×2) if that
-//! does, else the direct path; for a 5×5 kernel, F(2×2, 5×5) if it makes [`MIN_TILES`].
+//! does (with at least [`MIN_CHANNELS_F2`] input channels), else the direct path; for a
+//! 5×5 kernel, F(2×2, 5×5) if it makes [`MIN_TILES`].
 //! AlexNet's `conv2` (`64 → 192` on 27×27, 196 tiles) took 4.43–4.53 ms a frame on the
 //! direct path and 2.98–3.05 with F(2×2, 5×5) at width 1 (its runs of output channels cut
 //! to fit the cache, `run_channels`), and AlexNet's frame went from 21.7 to 19.6 ms at
@@ -137,6 +138,19 @@ impl Tile {
 /// Fewest input and output channels for [`pays_off`].
 pub const MIN_CHANNELS: usize = 16;
 
+/// Fewest input channels for F(2×2, 3×3) (a decision, from measurements): its transforms
+/// and its 16 short GEMMs cost more than they save on a shallow reduction. SqueezeNet 1.1's
+/// 13×13 expand convs (`48 → 192`, `64 → 256`) took 0.341 and 0.334 ms a frame on the
+/// direct path against 0.380 and 0.385 with F(2×2) (`48`) and were level at `64` (0.585
+/// against 0.591) at width 1 on the 2-core Zen 3 VM (with this rule, three more rounds:
+/// 0.33–0.34 against 0.36–0.39 at width 1, 0.19–0.20 against 0.20–0.25 at width 2, the
+/// `64` ones level); on the 16-core x86-64 Linux machine
+/// (AVX-512) the direct path took 0.24–0.30 and 0.39–0.53 ms against 0.30–0.50 and
+/// 0.47–0.72, three rounds (`frame --net squeezenet1_1 --profile --conv direct|auto`). The
+/// layers F(2×2) was chosen for (VGG16's, ResNet50's and AlexNet's 13×13 and 14×14 convs,
+/// 192 input channels or more, above) keep it; GoogLeNet's (96 to 160) too, unmeasured.
+pub const MIN_CHANNELS_F2: usize = 96;
+
 /// Fewest output tiles for [`pays_off`], in the tiling it picks (module docs).
 pub const MIN_TILES: usize = 32;
 
@@ -185,6 +199,7 @@ pub fn pays_off(p: &Conv2dParams, input: Shape) -> Option<Tile> {
     [Tile::F4, Tile::F2, Tile::F2K5]
         .into_iter()
         .filter(|t| t.applies(p))
+        .filter(|&t| t != Tile::F2 || p.in_channels >= MIN_CHANNELS_F2)
         .find(|t| t.tiles(o.h, o.w) >= MIN_TILES)
 }
 
