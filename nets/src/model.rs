@@ -354,36 +354,10 @@ impl Model {
                     i += 1;
                     continue;
                 }
-                LayerKind::MaxPool {
-                    kernel,
-                    stride,
-                    padding,
-                    padding_end,
-                    ceil,
-                }
-                | LayerKind::AvgPool {
-                    kernel,
-                    stride,
-                    padding,
-                    padding_end,
-                    ceil,
-                } => {
-                    let (k, s, p, e) = (
-                        square(layer, "kernel", *kernel)?,
-                        square(layer, "stride", *stride)?,
-                        square(layer, "padding", *padding)?,
-                        square(layer, "padding after", *padding_end)?,
-                    );
-                    let params = if matches!(layer.kind(), LayerKind::MaxPool { .. }) {
-                        PoolParams::max(k, s, p)
-                    } else {
-                        PoolParams::avg(k, s, p)
-                    };
-                    let params = params.with_padding_end(e).with_ceil(*ceil);
-                    Arc::new(
-                        Pool2d::new(params, shape(layer.input())).map_err(kernel_error(layer))?,
-                    )
-                }
+                LayerKind::MaxPool { .. } | LayerKind::AvgPool { .. } => Arc::new(
+                    Pool2d::new(pool_params(layer)?, shape(layer.input()))
+                        .map_err(kernel_error(layer))?,
+                ),
                 LayerKind::GlobalAvgPool => Arc::new(GlobalAvgPool::new(shape(layer.input()))),
                 LayerKind::Relu | LayerKind::Clip { .. } | LayerKind::LeakyRelu { .. } => Arc::new(
                     Activate::new(shape(layer.input()), activation(layer.kind())),
@@ -875,6 +849,56 @@ struct ConvShape {
 }
 
 /// What an element-wise activation layer computes, as the kernels' [`Activation`].
+/// The pool a `MaxPool` or `AvgPool` layer declares, as [`Pool2d`] takes it.
+///
+/// # Errors
+/// [`ModelError::Unsupported`] for another kind of layer, or for a kernel, stride or
+/// padding that differs between the axes (the kernels take one per pool).
+///
+/// ```
+/// use taopipe_dsl::net;
+/// use taopipe_nets::{PoolParams, model::pool_params};
+/// let spec = net! { p [8, 9, 9] => pool: maxpool(3x3, stride 2) ceil }.unwrap();
+/// assert_eq!(pool_params(&spec.layers()[0])?, PoolParams::max(3, 2, 0).with_ceil(true));
+/// # Ok::<(), taopipe_nets::ModelError>(())
+/// ```
+pub fn pool_params(layer: &Layer) -> Result<PoolParams, ModelError> {
+    let (max, kernel, stride, padding, padding_end, ceil) = match *layer.kind() {
+        LayerKind::MaxPool {
+            kernel,
+            stride,
+            padding,
+            padding_end,
+            ceil,
+        } => (true, kernel, stride, padding, padding_end, ceil),
+        LayerKind::AvgPool {
+            kernel,
+            stride,
+            padding,
+            padding_end,
+            ceil,
+        } => (false, kernel, stride, padding, padding_end, ceil),
+        _ => {
+            return Err(ModelError::Unsupported {
+                layer: layer.name().to_string(),
+                reason: "not a pool".into(),
+            });
+        }
+    };
+    let (k, s, p, e) = (
+        square(layer, "kernel", kernel)?,
+        square(layer, "stride", stride)?,
+        square(layer, "padding", padding)?,
+        square(layer, "padding after", padding_end)?,
+    );
+    let params = if max {
+        PoolParams::max(k, s, p)
+    } else {
+        PoolParams::avg(k, s, p)
+    };
+    Ok(params.with_padding_end(e).with_ceil(ceil))
+}
+
 fn activation(kind: &LayerKind) -> Activation {
     match *kind {
         LayerKind::Relu => Activation::Relu,

@@ -174,7 +174,7 @@ impl DepthwiseParams {
             input,
             reason,
         };
-        let ((kh, kw), (sy, sx), (py, px)) = (self.kernel, self.stride, self.padding);
+        let ((kh, kw), (sy, sx)) = (self.kernel, self.stride);
         if kh == 0 || kw == 0 || sy == 0 || sx == 0 || self.channels == 0 {
             return Err(geo(format!("zero size in {self:?}")));
         }
@@ -189,17 +189,9 @@ impl DepthwiseParams {
         if input.h == 0 || input.w == 0 {
             return Err(geo(format!("empty input plane {}×{}", input.h, input.w)));
         }
-        let (hp, wp) = (input.h + 2 * py, input.w + 2 * px);
-        if hp < kh || wp < kw {
-            return Err(geo(format!(
-                "kernel {kh}×{kw} larger than padded input {hp}×{wp}"
-            )));
-        }
-        Ok(Shape::new(
-            self.channels,
-            (hp - kh) / sy + 1,
-            (wp - kw) / sx + 1,
-        ))
+        let (oh, ow) =
+            super::window_plane("dwconv", input, self.kernel, self.stride, self.padding)?;
+        Ok(Shape::new(self.channels, oh, ow))
     }
 
     /// Weight elements, `C·kh·kw` (PyTorch's `[C, 1, kh, kw]`).
@@ -719,6 +711,8 @@ pub struct DepthwiseConv2d {
     out_shape: Shape,
     /// `[C, 1, kh, kw]`, as given.
     weights: Vec<f32>,
+    /// One per channel, then `MAX_LANES` zeros: the channel-blocked kernel loads whole
+    /// vectors of biases.
     bias: Vec<f32>,
     kernels: &'static Kernels,
     algo: DepthwiseAlgo,
@@ -727,8 +721,6 @@ pub struct DepthwiseConv2d {
     /// Tap `t`'s weights of every channel from `t · (C + MAX_LANES)` on, zeros past `C`
     /// (the channel-blocked kernel's `[tap][channel]` order).
     tap_weights: Vec<f32>,
-    /// The bias and `MAX_LANES` zeros.
-    padded_bias: Vec<f32>,
     chunks: ChunkPlan,
 }
 
@@ -769,8 +761,8 @@ impl DepthwiseConv2d {
                 tap_weights[t * stride + ch] = v;
             }
         }
-        let mut padded_bias = bias.clone();
-        padded_bias.resize(c + MAX_LANES, 0.0);
+        let mut bias = bias;
+        bias.resize(c + MAX_LANES, 0.0);
         Ok(DepthwiseConv2d {
             params,
             in_shape: input,
@@ -782,7 +774,6 @@ impl DepthwiseConv2d {
             geometry: Geometry::new(&params, input),
             blocks: BlockGeometry::new(&params, input, out_shape),
             tap_weights,
-            padded_bias,
             chunks: ChunkPlan::new(params.channels, out_shape.plane(), 1, 1),
         })
     }
@@ -846,7 +837,7 @@ impl DepthwiseConv2d {
 
     /// Bias, one per channel.
     pub fn bias(&self) -> &[f32] {
-        &self.bias
+        &self.bias[..self.params.channels]
     }
 
     /// Channels of chunk `chunk`.
@@ -964,7 +955,7 @@ impl DepthwiseConv2d {
                     channels: channels.len(),
                     weights: &self.tap_weights[channels.start..],
                     weight_stride: stride,
-                    bias: &self.padded_bias[channels.start..],
+                    bias: &self.bias[channels.start..],
                     geometry: &self.blocks,
                     act: self.params.act,
                 };

@@ -125,7 +125,7 @@ impl Conv2dParams {
             reason,
         };
         let (kh, kw) = self.kernel;
-        let ((sy, sx), (py, px)) = (self.stride, self.padding);
+        let (sy, sx) = self.stride;
         if kh == 0
             || kw == 0
             || sy == 0
@@ -143,23 +143,38 @@ impl Conv2dParams {
                 got: input.c,
             });
         }
-        let (hp, wp) = (input.h + 2 * py, input.w + 2 * px);
-        if hp < kh || wp < kw {
-            return Err(geo(format!(
-                "kernel {kh}×{kw} larger than padded input {hp}×{wp}"
-            )));
-        }
-        Ok(Shape::new(
-            self.out_channels,
-            (hp - kh) / sy + 1,
-            (wp - kw) / sx + 1,
-        ))
+        let (oh, ow) = window_plane("conv", input, self.kernel, self.stride, self.padding)?;
+        Ok(Shape::new(self.out_channels, oh, ow))
     }
 
     /// Weight elements, `K·C·kh·kw`.
     pub const fn weight_len(&self) -> usize {
         self.out_channels * self.in_channels * self.kernel.0 * self.kernel.1
     }
+}
+
+/// The output plane of a `kernel` window moved by `stride` over `input`'s plane, zero
+/// padded by `padding` on both sides of each axis: `(H + 2py − kh) / sy + 1` (floor),
+/// likewise for W. Sizes are nonzero (the caller checked).
+///
+/// # Errors
+/// A kernel larger than the padded input, as `layer`'s [`KernelError::Geometry`].
+pub(crate) fn window_plane(
+    layer: &'static str,
+    input: Shape,
+    (kh, kw): (usize, usize),
+    (sy, sx): (usize, usize),
+    (py, px): (usize, usize),
+) -> Result<(usize, usize), KernelError> {
+    let (hp, wp) = (input.h + 2 * py, input.w + 2 * px);
+    if hp < kh || wp < kw {
+        return Err(KernelError::Geometry {
+            layer,
+            input,
+            reason: format!("kernel {kh}×{kw} larger than padded input {hp}×{wp}"),
+        });
+    }
+    Ok(((hp - kh) / sy + 1, (wp - kw) / sx + 1))
 }
 
 /// How a [`Conv2d`] computes; see the module doc for the order [`ConvAlgo::choose`] uses.

@@ -500,7 +500,8 @@ mod tests {
     use taopipe_dsl::Source;
     use taopipe_nets::{
         Activate, Activation, Add, Affine, Concat, Conv2d, Conv2dParams, DepthwiseConv2d,
-        DepthwiseParams, GlobalAvgPool, GroupedConv2d, Kernel, Linear, Pool2d, PoolParams, Softmax,
+        DepthwiseParams, GlobalAvgPool, GroupedConv2d, Kernel, Linear, Pool2d, Softmax,
+        model::pool_params,
     };
     use taopipe_runtime::Topology;
 
@@ -576,27 +577,8 @@ mod tests {
                 )
                 .expect("fc"),
             ),
-            LayerKind::MaxPool {
-                kernel,
-                stride,
-                padding,
-                padding_end,
-                ceil,
-            }
-            | LayerKind::AvgPool {
-                kernel,
-                stride,
-                padding,
-                padding_end,
-                ceil,
-            } => {
-                let p = if matches!(layer.kind(), LayerKind::MaxPool { .. }) {
-                    PoolParams::max(kernel.0, stride.0, padding.0)
-                } else {
-                    PoolParams::avg(kernel.0, stride.0, padding.0)
-                };
-                let p = p.with_padding_end(padding_end.0).with_ceil(*ceil);
-                Box::new(Pool2d::new(p, input).expect("pool"))
+            LayerKind::MaxPool { .. } | LayerKind::AvgPool { .. } => {
+                Box::new(Pool2d::new(pool_params(layer).expect("a pool"), input).expect("pool"))
             }
             LayerKind::GlobalAvgPool => Box::new(GlobalAvgPool::new(input)),
             LayerKind::Relu => Box::new(Activate::new(input, Activation::Relu)),
