@@ -23,7 +23,7 @@
 use crate::activation::max_nan;
 use crate::error::KernelError;
 use crate::kernel::{ChunkPlan, Kernel, Scratch, check_io};
-use crate::simd::{Isa, Kernels};
+use crate::simd::{COLUMN_SLACK, Isa, Kernels};
 use crate::tensor::Shape;
 
 /// Max or average.
@@ -278,8 +278,8 @@ impl Kernel for Pool2d {
         // GoogLeNet's branch pools: 3×3 stride 1, padded by one all round (`max_3x3_s1`).
         let s1 = max && (k, s, pad, right) == (3, 1, 1, 1) && (oh, ow) == (h, w);
         let (column, rest) = scratch
-            .take(2 * cols + if s1 { h * w } else { 0 })
-            .split_at_mut(cols);
+            .take(2 * cols + COLUMN_SLACK + if s1 { h * w } else { 0 })
+            .split_at_mut(cols + COLUMN_SLACK);
         let (phases, rows) = rest.split_at_mut(cols);
         column[..pad].fill(f32::NEG_INFINITY);
         column[pad + w..].fill(f32::NEG_INFINITY);
@@ -307,6 +307,7 @@ impl Kernel for Pool2d {
             {
                 continue;
             }
+            let column = &mut column[..cols];
             for oy in 0..oh {
                 let (y0, y1) = self.window(oy, h);
                 let inner = &mut column[pad..pad + w];

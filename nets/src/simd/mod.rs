@@ -315,10 +315,16 @@ pub(crate) type MaxPool2x2Fn = unsafe fn(&[f32], usize, &mut [f32], usize);
 pub(crate) type MaxPool3x3S1Fn = unsafe fn(&[f32], usize, &mut [f32], &mut [f32]);
 
 /// The 3×3 stride-2 max pool of one plane, `(plane, w, (pad, right), dst, ow, column)`:
+/// Floats of scratch past a 3×3/2 pool's row of column maxima ([`MaxPool3x3Fn`]): room for
+/// a kernel to store the row's last vector whole, its lanes past the row set to −∞ (the
+/// padding's value), instead of by a masked store, which AMD's cores run as microcode.
+pub(crate) const COLUMN_SLACK: usize = 16;
+
 /// `plane` holds whole rows `w` wide, `dst` whole output rows `ow` wide, and `column` at
 /// least `pad + w + right` floats of scratch: the row of column maxima, `pad` columns of
 /// padding before it and `right` after (a ceil-mode pool's last window may reach past the
-/// padding before). Its bits are [`crate::pool`]'s separable route's.
+/// padding before), then [`COLUMN_SLACK`] more. Its bits are [`crate::pool`]'s separable
+/// route's.
 ///
 /// # Safety
 /// The CPU runs the kernel's ISA; the slices are as [`Kernels::max_3x3_s2`] checks.
@@ -932,7 +938,7 @@ impl Kernels {
                 && ow >= 1
                 && 2 * (oh - 1) < h + pad
                 && 2 * (ow - 1) + 3 <= w + pad + right
-                && column.len() >= w + pad + right,
+                && column.len() >= w + pad + right + COLUMN_SLACK,
             "{oh}×{ow} outputs of 3×3/2 windows do not start in {h}×{w} with padding {pad} before and {right} after, or the column ({}) is short",
             column.len()
         );
