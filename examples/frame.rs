@@ -158,10 +158,12 @@ impl Runner<'_> {
     /// Runs one frame on `place` and returns its time in ms and its output; with `check`
     /// also on that one worker, failing unless the outputs are bit-identical.
     fn frame(&self) -> anyhow::Result<(f64, Vec<f32>)> {
+        // A pooled frame borrows the input (no per-frame copy of it into a fresh `Vec`, as
+        // `Model::forward` takes), as a serving loop would run it.
         let t = Instant::now();
-        let output = self
-            .model
-            .forward(self.rt, self.input.to_vec(), self.place)?;
+        let frame = self.model.frame_from(self.input)?;
+        self.model.run(self.rt, &frame, self.place)?;
+        let output = frame.output();
         let ms = t.elapsed().as_secs_f64() * 1e3;
         if let Some(one_place) = self.check {
             let one = self
