@@ -848,7 +848,6 @@ struct ConvShape {
     act: Activation,
 }
 
-/// What an element-wise activation layer computes, as the kernels' [`Activation`].
 /// The pool a `MaxPool` or `AvgPool` layer declares, as [`Pool2d`] takes it.
 ///
 /// # Errors
@@ -863,28 +862,27 @@ struct ConvShape {
 /// # Ok::<(), taopipe_nets::ModelError>(())
 /// ```
 pub fn pool_params(layer: &Layer) -> Result<PoolParams, ModelError> {
-    let (max, kernel, stride, padding, padding_end, ceil) = match *layer.kind() {
-        LayerKind::MaxPool {
-            kernel,
-            stride,
-            padding,
-            padding_end,
-            ceil,
-        } => (true, kernel, stride, padding, padding_end, ceil),
-        LayerKind::AvgPool {
-            kernel,
-            stride,
-            padding,
-            padding_end,
-            ceil,
-        } => (false, kernel, stride, padding, padding_end, ceil),
-        _ => {
-            return Err(ModelError::Unsupported {
-                layer: layer.name().to_string(),
-                reason: "not a pool".into(),
-            });
-        }
+    let (LayerKind::MaxPool {
+        kernel,
+        stride,
+        padding,
+        padding_end,
+        ceil,
+    }
+    | LayerKind::AvgPool {
+        kernel,
+        stride,
+        padding,
+        padding_end,
+        ceil,
+    }) = *layer.kind()
+    else {
+        return Err(ModelError::Unsupported {
+            layer: layer.name().to_string(),
+            reason: "not a pool".into(),
+        });
     };
+    let max = matches!(layer.kind(), LayerKind::MaxPool { .. });
     let (k, s, p, e) = (
         square(layer, "kernel", kernel)?,
         square(layer, "stride", stride)?,
@@ -899,6 +897,7 @@ pub fn pool_params(layer: &Layer) -> Result<PoolParams, ModelError> {
     Ok(params.with_padding_end(e).with_ceil(ceil))
 }
 
+/// What an element-wise activation layer computes, as the kernels' [`Activation`].
 fn activation(kind: &LayerKind) -> Activation {
     match *kind {
         LayerKind::Relu => Activation::Relu,

@@ -314,12 +314,12 @@ pub(crate) type MaxPool2x2Fn = unsafe fn(&[f32], usize, &mut [f32], usize);
 /// The CPU runs the kernel's ISA.
 pub(crate) type MaxPool3x3S1Fn = unsafe fn(&[f32], usize, &mut [f32], &mut [f32]);
 
-/// The 3×3 stride-2 max pool of one plane, `(plane, w, (pad, right), dst, ow, column)`:
 /// Floats of scratch past a 3×3/2 pool's row of column maxima ([`MaxPool3x3Fn`]): room for
 /// a kernel to store the row's last vector whole, its lanes past the row set to −∞ (the
 /// padding's value), instead of by a masked store, which AMD's cores run as microcode.
 pub(crate) const COLUMN_SLACK: usize = 16;
 
+/// The 3×3 stride-2 max pool of one plane, `(plane, w, (pad, right), dst, ow, column)`:
 /// `plane` holds whole rows `w` wide, `dst` whole output rows `ow` wide, and `column` at
 /// least `pad + w + right` floats of scratch: the row of column maxima, `pad` columns of
 /// padding before it and `right` after (a ceil-mode pool's last window may reach past the

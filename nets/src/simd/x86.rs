@@ -329,36 +329,27 @@ pub(super) unsafe fn max_3x3_s2_avx2(
         };
         _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)))
     };
-    // `n` floats at `p` (all 8 from 8 on, the rest zero): a plain load where the vector is
-    // whole, a masked one at a row's tail only (AMD's masked stores are microcoded: with
-    // them everywhere SqueezeNet's 111×111 pool ran at 2.8 GB/s on a Zen 3).
-    let load = |p: *const f32, n: usize| {
-        if n >= 8 {
-            // SAFETY: the caller's `p` addresses `n >= 8` readable floats.
-            unsafe { _mm256_loadu_ps(p) }
-        } else {
-            // SAFETY: the masked load reads lanes `< n` only, which the caller's `p` holds.
-            unsafe { _mm256_maskload_ps(p, lanes(n)) }
-        }
+    // The first `n < 8` floats at `p`, the other lanes zero, and a store of the first `n`
+    // lanes: masked, for a row's tail only (AMD microcodes masked stores: with them on
+    // every vector SqueezeNet's 111×111 pool ran at 2.8 GB/s on a Zen 3).
+    let tail_load = |p: *const f32, n: usize| {
+        // SAFETY: the masked load reads lanes `< n` only, which the caller's `p` holds.
+        unsafe { _mm256_maskload_ps(p, lanes(n)) }
     };
-    let store = |p: *mut f32, n: usize, v: __m256| {
-        if n >= 8 {
-            // SAFETY: the caller's `p` addresses `n >= 8` writable floats.
-            unsafe { _mm256_storeu_ps(p, v) }
-        } else {
-            // SAFETY: the masked store writes lanes `< n` only, which the caller's `p` holds.
-            unsafe { _mm256_maskstore_ps(p, lanes(n), v) }
-        }
+    let tail_store = |p: *mut f32, n: usize, v: __m256| {
+        // SAFETY: the masked store writes lanes `< n` only, which the caller's `p` holds.
+        unsafe { _mm256_maskstore_ps(p, lanes(n), v) }
     };
     let (c, x) = (column.as_mut_ptr(), plane.as_ptr());
     // SAFETY: `Kernels::max_3x3_s2` checked `plane` (`h·w`), `dst` (`oh·ow`) and `column`
     // (`pad + w + right + COLUMN_SLACK` floats), and that `ow` outputs of 3 columns at
     // stride 2 fit the padded row. Input rows `y0 ≤ y < y1 ≤ h` are read by whole vectors
-    // below `w / 8 · 8` and by `load` (masked) past it. The row of column maxima is
+    // below `w / 8 · 8` and by `tail_load` (masked) past it. The row of column maxima is
     // written at `pad + x0` for `x0 < w` by whole vectors, ending before `pad + w + 8 ≤
     // column.len()`. Output vector `o0 < ow` reads columns `2·o0 .. 2·o0 + 18`, and
     // `2·(ow − 1) + 3 ≤ pad + w + right` puts their end within the slack of 16. It stores
-    // a whole vector only where `dst` holds 8 floats from it, else by `store` (masked).
+    // a whole vector only where `dst` holds 8 floats from it, else (fewer than 8 outputs
+    // left in the plane) by `tail_store`.
     unsafe {
         for i in (0..pad).chain(pad + w..cols) {
             *c.add(i) = f32::NEG_INFINITY;
@@ -382,7 +373,7 @@ pub(super) unsafe fn max_3x3_s2_avx2(
             if whole_cols < w {
                 // The row's last vector whole, −∞ past the row (`COLUMN_SLACK`).
                 let (x0, n) = (whole_cols, w - whole_cols);
-                let row = |r: *const f32| load(r.add(x0), n);
+                let row = |r: *const f32| tail_load(r.add(x0), n);
                 let v = max(max(row(rows[0]), row(rows[1])), row(rows[2]));
                 let v = _mm256_blendv_ps(ninf, v, _mm256_castsi256_ps(lanes(n)));
                 _mm256_storeu_ps(c.add(pad + x0), v);
@@ -401,7 +392,7 @@ pub(super) unsafe fn max_3x3_s2_avx2(
                 if oy * ow + o0 + 8 <= dst.len() {
                     _mm256_storeu_ps(d.add(o0), v);
                 } else {
-                    store(d.add(o0), ow - o0, v);
+                    tail_store(d.add(o0), ow - o0, v);
                 }
             }
         }
