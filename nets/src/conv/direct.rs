@@ -161,7 +161,13 @@ impl Direct {
             kdim,
             nr: kernels.nr,
             blocks,
-            weights: PackedA::from_rows(kernels.mr, blocking.kc, p.out_channels, kdim, weights),
+            weights: PackedA::from_rows(
+                kernels.mr,
+                blocking.kc_for(kdim),
+                p.out_channels,
+                kdim,
+                weights,
+            ),
         }
     }
 

@@ -726,8 +726,10 @@ impl Kernel for Conv2d {
     /// (otherwise C holds partial sums before the epilogue).
     fn in_place_input(&self) -> bool {
         self.residual
-            && (self.algo.tile().is_some()
-                || self.params.weight_len() / self.params.out_channels <= self.blocking.kc)
+            && (self.algo.tile().is_some() || {
+                let kdim = self.params.weight_len() / self.params.out_channels;
+                kdim <= self.blocking.kc_for(kdim)
+            })
     }
 
     fn in_shape(&self) -> Shape {

@@ -352,7 +352,7 @@ fn residuals_in_place_where_the_output_still_holds_them() {
     let input = Shape::new(64, 8, 8);
     let (conv, x) = random_conv(Conv2dParams::new(64, 32, 3, 1, 1), input, 9);
     for c in variants(&conv) {
-        let kc = c.blocking.kc;
+        let kc = c.blocking.kc_for(64 * 9);
         let fused = c.with_residual(true);
         let want = fused.algo().tile().is_some() || 64 * 9 <= kc;
         assert_eq!(

@@ -22,7 +22,8 @@ fn pack_b(b: &[f32], kdim: usize, cols: usize, nr: usize) -> Vec<f32> {
 proptest! {
     #![proptest_config(proptest_config(40))]
 
-    /// Every ISA, odd sizes, several blockings (small caches force many kc and mc blocks),
+    /// Every ISA, odd sizes, several blockings (small caches force many kc and mc blocks;
+    /// `Blocking::kc_for`'s evened-out blocks),
     /// a row range starting anywhere (inside a panel too), reductions on both sides of
     /// `STORE_BOUND_K` (the two loop orders), every tile shape: against f64, and the bits
     /// depend neither on the blocking nor on the tile (the direct path picks its tile by
@@ -42,8 +43,11 @@ proptest! {
             let res = random_vec(m * n, seed + 3);
             let pb = pack_b(&b, kdim, n, k.nr);
             for caches in [CacheSizes::get(), CacheSizes { l1d: 4 << 10, l2: 16 << 10, l3: 1 << 20 }] {
-                let blocking = Blocking::new(k, caches);
-                let pa = PackedA::from_rows(k.mr, blocking.kc, m, kdim, &a);
+            let blocking = Blocking::new(k, caches);
+            let mut kcs = vec![blocking.kc, blocking.kc_for(kdim)];
+            kcs.dedup();
+            for kc in kcs {
+                let pa = PackedA::from_rows(k.mr, kc, m, kdim, &a);
                 let mut c = vec![f32::NAN; rows.len() * n];
                 let e = BlockEpilogue {
                     bias: &bias[rows.clone()],
@@ -55,7 +59,7 @@ proptest! {
                     act,
                 };
                 gemm(k, &blocking, &pa, rows.clone(), &pb, &mut MatMut::from_slice(&mut c, n, rows.len(), n), Some(&e));
-                if residual && kdim <= blocking.kc {
+                if residual && kdim <= kc {
                     // Read from C itself: the same bits.
                     let mut own = res[rows.start * n..].to_vec();
                     let e = BlockEpilogue { residual: Residual::InPlace, ..e };
@@ -73,6 +77,7 @@ proptest! {
                     }
                 }
                 results.push((k, c));
+            }
             }
             }
             for (k, c) in &results[1..] {
