@@ -141,13 +141,78 @@ pub fn gemm(
     c: &mut MatMut<'_>,
     epilogue: Option<&BlockEpilogue<'_>>,
 ) {
+    let layout = BLayout::Packed;
+    gemm_with(kernels, blocking, a, rows, b, layout, c, epilogue);
+}
+
+/// [`gemm`] with B read in place: row `k` of B is `b[k·ldb..]`, the first `c.cols()`
+/// floats of it, a whole number of `NR` panels (`ldb >= c.cols()`). A pointwise conv's
+/// input is such a B, one channel plane per row, which its GEMM then reads without a pack
+/// (`conv/direct.rs` says where that pays). The bits are [`gemm`]'s on the same values.
+///
+/// # Panics
+/// As [`gemm`]; also if `c.cols()` is not whole panels or `b` lacks a row.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_in_place(
+    kernels: &Kernels,
+    blocking: &Blocking,
+    a: &PackedA,
+    rows: Range<usize>,
+    b: &[f32],
+    ldb: usize,
+    c: &mut MatMut<'_>,
+    epilogue: Option<&BlockEpilogue<'_>>,
+) {
+    let layout = BLayout::Rows { ld: ldb };
+    gemm_with(kernels, blocking, a, rows, b, layout, c, epilogue);
+}
+
+/// Where B's values are.
+#[derive(Clone, Copy, Debug)]
+enum BLayout {
+    /// Panels of `kdim` rows of `NR` ([`packed_b_len`]).
+    Packed,
+    /// Row `k` at `k·ld`, its columns in order: panels `NR` apart.
+    Rows { ld: usize },
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gemm_with(
+    kernels: &Kernels,
+    blocking: &Blocking,
+    a: &PackedA,
+    rows: Range<usize>,
+    b: &[f32],
+    layout: BLayout,
+    c: &mut MatMut<'_>,
+    epilogue: Option<&BlockEpilogue<'_>>,
+) {
     let (mr, nr, kdim) = (kernels.mr, kernels.nr, a.kdim);
     assert_eq!(a.mr, mr, "A packed for MR {} used with MR {mr}", a.mr);
     assert!(rows.end <= a.rows, "rows {rows:?} of {}", a.rows);
     assert_eq!(c.rows(), rows.len(), "C has {} rows for {rows:?}", c.rows());
     let cols = c.cols();
     let panels = cols.div_ceil(nr);
-    assert!(b.len() >= packed_b_len(kdim, panels, nr), "B too short");
+    // Floats from a panel to the next, and from a `k` step to the next.
+    let (panel_step, k_step) = match layout {
+        BLayout::Packed => {
+            assert!(b.len() >= packed_b_len(kdim, panels, nr), "B too short");
+            (kdim * nr, nr)
+        }
+        BLayout::Rows { ld } => {
+            assert!(
+                cols.is_multiple_of(nr) && ld >= cols,
+                "B in place: {cols} columns, not whole panels of {nr} in rows of {ld}"
+            );
+            assert!(
+                kdim == 0 || cols == 0 || b.len() >= (kdim - 1) * ld + cols,
+                "B in place: {} floats for {kdim} rows of {ld}",
+                b.len()
+            );
+            (nr, ld)
+        }
+    };
+    let in_place = matches!(layout, BLayout::Rows { .. });
     if let Some(e) = epilogue {
         assert!(e.bias.len() >= rows.len(), "bias too short");
         assert!(
@@ -166,7 +231,7 @@ pub fn gemm(
     // summed from 48.8–49.6 to 46.9–47.9 ms at width 1 and 27.7–28.5 to 27.4–27.7 at
     // width 2.
     let tail = cols % nr;
-    let joined = joins_tail(kernels, cols);
+    let joined = !in_place && joins_tail(kernels, cols);
     let passes = if joined { panels - 1 } else { panels };
     let mut k0 = 0;
     while k0 < kdim {
@@ -201,19 +266,23 @@ pub fn gemm(
                 });
                 let ap = &apanels[r.start / mr * a_step..];
                 let mut c = c.sub(ri, j0, r.len(), w);
-                let (from, next) = ((jps.start * kdim + k0) * nr, kdim * nr);
+                let (from, next) = (jps.start * panel_step + k0 * k_step, panel_step);
                 if two {
                     let b = &b[from..(jps.start + 2) * kdim * nr];
                     kernels.gemm_extra(kcb, ap, a_step, b, next, &mut c, k0 > 0, e.as_ref());
-                } else if jps.len() > 1 {
-                    let b = &b[from..jps.end * kdim * nr];
-                    kernels.gemm_panels(kcb, ap, a_step, b, next, &mut c, k0 > 0, e.as_ref());
+                } else if jps.len() > 1 || in_place {
+                    let b = &b[from..];
+                    let acc = k0 > 0;
+                    kernels.gemm_panels(kcb, ap, a_step, b, next, k_step, &mut c, acc, e.as_ref());
                 } else {
                     let b = &b[from..jps.end * kdim * nr];
                     kernels.gemm(kcb, ap, a_step, b, &mut c, k0 > 0, e.as_ref());
                 }
             };
-            if kdim <= STORE_BOUND_K && cols >= STORE_BOUND_COLS {
+            // B read in place keeps the column-panel order: a panel's rows lie a plane
+            // apart, on as many pages, so each is read from memory once and then from L1
+            // by every row panel (`conv/direct.rs`, `IN_PLACE_MAX_CHANNELS`).
+            if kdim <= STORE_BOUND_K && cols >= STORE_BOUND_COLS && !in_place {
                 // The whole panels of a row panel in one call (`Kernels::gemm_panels`),
                 // then a short or joined last one.
                 let whole = if joined { passes - 1 } else { cols / nr };

@@ -397,15 +397,16 @@ impl Conv2d {
         output: &SharedSlice<f32>,
         work: &mut [f32],
     ) {
+        let x = inputs[0];
         self.write_block(
             inputs,
-            pixels,
+            pixels.clone(),
             channels,
             output,
             |channels, out, epilogue| {
                 let (kernels, blocking) = (self.kernels, &self.blocking);
                 self.engine.compute(
-                    kernels, blocking, packed, block, channels, out, epilogue, work,
+                    kernels, blocking, x, pixels, packed, block, channels, out, epilogue, work,
                 );
             },
         );

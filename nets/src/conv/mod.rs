@@ -291,12 +291,15 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
         work: &mut [f32],
     );
     /// Computes `channels` × the block's pixels into `out`; or those of column units, given
-    /// `packed` from where [`Engine::unit_columns`] says their part starts.
+    /// `packed` from where [`Engine::unit_columns`] says their part starts. `pixels` are
+    /// the pixels computed, `x` the layer's input (for an engine that reads it in place).
     #[allow(clippy::too_many_arguments)]
     fn compute(
         &self,
         kernels: &Kernels,
         blocking: &Blocking,
+        x: &[f32],
+        pixels: Range<usize>,
         packed: &[f32],
         block: usize,
         channels: Range<usize>,
@@ -694,6 +697,8 @@ impl Conv2d {
             self.engine.compute(
                 self.kernels,
                 &self.blocking,
+                inputs[0],
+                pixels.clone(),
                 packed,
                 block,
                 channels.clone(),

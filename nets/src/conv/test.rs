@@ -547,6 +547,14 @@ fn gangs_of_every_width_are_bit_identical() {
             Shape::new(16, 40, 40),
             false,
         ),
+        // Pointwise with few output channels, read in place (`IN_PLACE_MAX_CHANNELS`):
+        // several blocks, each with a short last panel packed (2025 = 126 · 16 + 9
+        // pixels), with a fused residual.
+        (
+            Conv2dParams::new(40, 24, 1, 1, 0).with_relu(true),
+            Shape::new(40, 45, 45),
+            true,
+        ),
         // Pointwise, one block of many columns for two or three weight panels: shared, its
         // compute cut by columns too (`compute_split`), the last chunk holding a short
         // tail (98 pixels), the residual read per chunk.

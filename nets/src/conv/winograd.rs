@@ -468,6 +468,8 @@ impl Engine for Winograd {
         &self,
         kernels: &Kernels,
         blocking: &Blocking,
+        _x: &[f32],
+        _pixels: Range<usize>,
         packed: &[f32],
         block: usize,
         channels: Range<usize>,

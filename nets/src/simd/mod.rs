@@ -250,7 +250,8 @@ impl FromStr for Isa {
 /// # Safety
 /// The CPU runs the kernel's ISA; panel `p < ceil(rows / MR)` of `a` holds `kc·MR` floats
 /// at `p·a_step`, except a lone panel (`rows < MR`), whose last `k` step may end after its
-/// `rows` rows (`(kc − 1)·MR + rows` floats); `b` holds `kc·NR`; `c` addresses `rows` rows of `NR` floats at stride
+/// `rows` rows (`(kc − 1)·MR + rows` floats); `b` holds `kc` steps of `NR` floats, `ldb`
+/// apart (`NR` for a packed panel); `c` addresses `rows` rows of `NR` floats at stride
 /// `ldc`, writable and aliasing nothing else but the residual; `bias` is null or holds
 /// `rows` floats; `residual` is null or addresses `rows × NR` at `ldr`, either apart from
 /// `c` or `c` itself (same pointer and stride: every element is read before its store). A narrow kernel
@@ -356,6 +357,9 @@ pub(crate) struct RawTile {
     pub(crate) a: *const f32,
     pub(crate) a_step: usize,
     pub(crate) b: *const f32,
+    /// Floats from one `k` step of B to the next: `NR` in a packed panel, the plane for an
+    /// input read in place ([`crate::gemm::BLayout::Rows`]).
+    pub(crate) ldb: usize,
     /// Floats from `b` to the next panel (read by a kernel with extra columns only).
     pub(crate) b_next: usize,
     pub(crate) c: *mut f32,
@@ -371,14 +375,15 @@ pub(crate) struct RawTile {
 }
 
 impl RawTile {
-    /// The arguments for `c`'s columns from `col` on (`b` already starts at that column),
-    /// with `c`'s rows.
+    /// The arguments for `c`'s columns from `col` on (`b` already starts at that column,
+    /// its `k` steps `ldb` floats apart), with `c`'s rows.
     #[allow(clippy::too_many_arguments)]
     fn new(
         kc: usize,
         a: &[f32],
         a_step: usize,
         b: &[f32],
+        ldb: usize,
         c: &mut MatMut<'_>,
         col: usize,
         accumulate: bool,
@@ -398,6 +403,7 @@ impl RawTile {
             a: a.as_ptr(),
             a_step,
             b: b.as_ptr(),
+            ldb,
             b_next: 0,
             c: c_ptr,
             ldc: c.ld(),
@@ -565,7 +571,7 @@ impl Kernels {
         if let (Some(kernel), true) = (self.gemm_cols, lane_cols > 0) {
             // An empty reduction (`kc = 0`) may come with an empty B, which it never reads.
             let b = &b[cols.min(b.len())..];
-            let raw = RawTile::new(kc, a, a_step, b, c, cols, accumulate, epilogue);
+            let raw = RawTile::new(kc, a, a_step, b, self.nr, c, cols, accumulate, epilogue);
             // SAFETY: as for the tiles below, for columns `cols..cols + lane_cols` of `c`,
             // B's panel and the residual (all inside the `≤ NR` columns checked); `a`
             // holds `lane_span` floats from the last panel's last `k` step (checked).
@@ -671,7 +677,7 @@ impl Kernels {
             "B: {} floats for two panels {b_next} apart",
             b.len()
         );
-        let mut raw = RawTile::new(kc, a, a_step, b, c, 0, accumulate, epilogue);
+        let mut raw = RawTile::new(kc, a, a_step, b, self.nr, c, 0, accumulate, epilogue);
         raw.b_next = b_next;
         // SAFETY: `Isa::kernels` checked the CPU runs this table's ISA; the asserts above
         // and `check`, the rest of the contract: A's panels with their lane span, both
@@ -681,7 +687,9 @@ impl Kernels {
     }
 
     /// [`Kernels::gemm`] for `c.cols() / NR` whole column panels, B's panel `q` at `q ·
-    /// b_step`: the checks and slicing once, then the kernel panel by panel. The GEMM's
+    /// b_step` and its `k` steps `ldb` floats apart (`NR` where B is packed; an input read
+    /// in place has its panels `NR` apart and its steps a plane apart): the checks and
+    /// slicing once, then the kernel panel by panel. The GEMM's
     /// row-panel order (reductions up to `STORE_BOUND_K`) made a call per tile, and short
     /// reductions lost to it: one 12×32 tile over 64 ran at 74–76% of the FMA peak through
     /// [`Kernels::gemm`] against 83–87% for a bare loop of the same FMAs (operands in L1, a
@@ -702,6 +710,7 @@ impl Kernels {
         a_step: usize,
         b: &[f32],
         b_step: usize,
+        ldb: usize,
         c: &mut MatMut<'_>,
         accumulate: bool,
         epilogue: Option<&Epilogue<'_>>,
@@ -716,12 +725,18 @@ impl Kernels {
             return;
         }
         self.check(kc, a, a_step, c, accumulate, epilogue);
+        let packed = ldb == nr && b_step >= kc * nr;
+        let rows_apart = b_step == nr && ldb >= cols;
+        // The last panel's last step ends there (an empty reduction reads nothing).
+        let end = kc
+            .checked_sub(1)
+            .map_or(0, |k| (panels - 1) * b_step + k * ldb + nr);
         assert!(
-            b_step >= kc * nr && b.len() >= (panels - 1) * b_step + kc * nr,
-            "B: {} floats for {panels} panels {b_step} apart",
+            (packed || rows_apart) && b.len() >= end,
+            "B: {} floats for {panels} panels {b_step} apart, steps {ldb} apart",
             b.len()
         );
-        let first = RawTile::new(kc, a, a_step, b, c, 0, accumulate, epilogue);
+        let first = RawTile::new(kc, a, a_step, b, ldb, c, 0, accumulate, epilogue);
         for q in 0..panels {
             let raw = RawTile {
                 b: first.b.wrapping_add(q * b_step),
@@ -735,7 +750,8 @@ impl Kernels {
             };
             // SAFETY: as [`Kernels::gemm`]'s whole-panel call, for columns `q·NR..(q +
             // 1)·NR` of `c` (and of the residual, which `check` found as wide as `c`, or
-            // `c` itself) and B's panel at `q·b_step`, which the assert above found whole.
+            // `c` itself) and B's panel at `q·b_step`, whose `kc` steps of `NR` floats
+            // `ldb` apart the assert above found in `b`.
             unsafe { (self.gemm)(&raw) };
         }
     }
@@ -819,7 +835,7 @@ impl Kernels {
         accumulate: bool,
         epilogue: Option<&Epilogue<'_>>,
     ) {
-        let raw = RawTile::new(kc, a, a_step, b, c, 0, accumulate, epilogue);
+        let raw = RawTile::new(kc, a, a_step, b, self.nr, c, 0, accumulate, epilogue);
         // SAFETY: `Isa::kernels` checked the CPU runs this table's ISA; the caller, the
         // rest of the contract.
         unsafe { kernel(&raw) };

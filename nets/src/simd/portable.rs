@@ -190,13 +190,11 @@ unsafe fn tile(t: &RawTile, r0: usize, rows: usize, a: *const f32) {
     // such an A: `simd::test::a_lone_short_panel_is_read_no_further_than_its_rows`).
     let a_len = t.kc.checked_sub(1).map_or(0, |k| k * MR + rows);
     // SAFETY: the panel holds `a_len` floats (`kc·MR` but for a lone panel's last step)
-    // and `b` `kc·NR` (the contract).
-    let (a, b) = unsafe {
-        (
-            std::slice::from_raw_parts(a, a_len),
-            std::slice::from_raw_parts(t.b, t.kc * NR),
-        )
-    };
+    // and `b` `kc` steps of `NR` floats `ldb` apart (the contract).
+    let a = unsafe { std::slice::from_raw_parts(a, a_len) };
+    let b_len = t.kc.checked_sub(1).map_or(0, |k| k * t.ldb + NR);
+    // SAFETY: as above.
+    let b = unsafe { std::slice::from_raw_parts(t.b, b_len) };
     let mut acc = [[0.0f32; NR]; MR];
     // SAFETY: row `i < rows` of the tile is row `r0 + i` of `c`: NR floats at its `ldc`.
     let row = |i: usize| unsafe { t.c.add((r0 + i) * t.ldc) };
@@ -206,7 +204,8 @@ unsafe fn tile(t: &RawTile, r0: usize, rows: usize, a: *const f32) {
             r.copy_from_slice(unsafe { std::slice::from_raw_parts(row(i), NR) });
         }
     }
-    for (k, bk) in b.chunks_exact(NR).enumerate() {
+    for k in 0..t.kc {
+        let bk = &b[k * t.ldb..k * t.ldb + NR];
         for (r, &av) in acc.iter_mut().zip(&a[k * MR..k * MR + rows]) {
             for (v, &bv) in r.iter_mut().zip(bk) {
                 *v += av * bv;

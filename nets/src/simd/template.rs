@@ -701,7 +701,7 @@ macro_rules! isa_kernels {
                 let mut acc = [[$zero(); NV]; R];
                 let mut extra = [$zero(); X];
                 // SAFETY: (whole body) the panel at `a` holds `kc·ak` floats (`R <= ak`),
-                // `b` holds `kc·NB·LANES`, and rows `r0..r0 + R` of `c` (`NV·LANES`
+                // `b` holds `kc` steps of `NB·LANES` floats `ldb` apart, and rows `r0..r0 + R` of `c` (`NV·LANES`
                 // writable floats each at `ldc`), of the bias and of the residual exist
                 // (the contract).
                 unsafe {
@@ -726,7 +726,7 @@ macro_rules! isa_kernels {
                     // the last step would point past a lone short panel's end, which `add`
                     // must not do even if it is never read (Miri caught it).
                     for k in 0..t.kc {
-                        let (a, b) = (a.add(k * ak), t.b.add(k * NB * LANES));
+                        let (a, b) = (a.add(k * ak), t.b.add(k * t.ldb));
                         $prefetch(a.wrapping_add(crate::simd::template::PREFETCH_AHEAD));
                         let mut bv = [$zero(); NV];
                         for (j, v) in bv.iter_mut().enumerate() {
@@ -742,7 +742,7 @@ macro_rules! isa_kernels {
                             // The step's `R` rows and what follows them in A (readable:
                             // the contract's lane span), times one B value per column.
                             let av = $load(a);
-                            let b = t.b.add(t.b_next + k * NB * LANES);
+                            let b = t.b.add(t.b_next + k * t.ldb);
                             for (x, v) in extra.iter_mut().enumerate() {
                                 *v = $fma(av, $set1(*b.add(x)), *v);
                             }
@@ -924,7 +924,7 @@ macro_rules! isa_kernels {
                         }
                         for k in 0..t.kc {
                             // As in `tile`: no pointer past the last step.
-                            let b = t.b.add(j0 + k * NB * LANES);
+                            let b = t.b.add(j0 + k * t.ldb);
                             let mut bv = [$zero(); W];
                             for (j, v) in bv.iter_mut().enumerate() {
                                 *v = $set1(*b.add(j));

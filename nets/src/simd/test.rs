@@ -262,7 +262,8 @@ proptest! {
     }
 
     /// Whole panels in one call have the bits of one call per panel, with B's panels any
-    /// distance apart and C inside a wider output (columns past it untouched).
+    /// distance apart or read in place from rows of a matrix, and C inside a wider output
+    /// (columns past it untouched).
     #[test]
     fn panels_in_one_call_have_the_bits_of_one_call_each(
         kc in 0usize..if cfg!(miri) { 8 } else { 40 }, accumulate: bool, act in activation(),
@@ -293,7 +294,21 @@ proptest! {
             let ld = w + 3;
             let mut big = widened(start, rows, w, ld);
             let mut view = MatMut::from_slice(&mut big, ld, rows, w);
-            k.gemm_panels(kc, &a, a_step, &b, step, &mut view, accumulate, Some(&e));
+            k.gemm_panels(kc, &a, a_step, &b, step, k.nr, &mut view, accumulate, Some(&e));
+            same_bits_within(k, &big, ld, &want, rows, w, residual)?;
+            // B read in place: the same values as rows of a matrix `w + gap` wide (panels
+            // `NR` apart, steps a row apart), NaN past its `w` columns, which no kernel reads.
+            let ldb = w + gap;
+            let mut in_rows = vec![f32::NAN; kc.saturating_sub(1) * ldb + w];
+            for q in 0..panels {
+                for s in 0..kc {
+                    let at = s * ldb + q * nr;
+                    in_rows[at..at + nr].copy_from_slice(&b[q * step + s * nr..][..nr]);
+                }
+            }
+            let mut big = widened(start, rows, w, ld);
+            let mut view = MatMut::from_slice(&mut big, ld, rows, w);
+            k.gemm_panels(kc, &a, a_step, &in_rows, nr, ldb, &mut view, accumulate, Some(&e));
             same_bits_within(k, &big, ld, &want, rows, w, residual)?;
         }
     }
@@ -920,7 +935,7 @@ fn fused_activation_is_apply_of_the_unfused_value() {
                     format!("kc {kc}, two panels in one call"),
                     w,
                     Box::new(move |c, e| {
-                        k.gemm_panels(kc, a, kc * mr, b, kc * nr, c, accumulate, Some(e));
+                        k.gemm_panels(kc, a, kc * mr, b, kc * nr, nr, c, accumulate, Some(e));
                     }),
                 ));
                 for (what, cols, call) in &calls {
@@ -1097,7 +1112,7 @@ fn panels_in_one_call_must_be_whole() {
     let (a, b) = (vec![1.0; k.mr], vec![1.0; 2 * k.nr]);
     let mut c = vec![0.0; k.nr + 1];
     let mut view = MatMut::from_slice(&mut c, k.nr + 1, 1, k.nr + 1);
-    k.gemm_panels(1, &a, k.mr, &b, k.nr, &mut view, false, None);
+    k.gemm_panels(1, &a, k.mr, &b, k.nr, k.nr, &mut view, false, None);
 }
 
 #[test]
@@ -1107,7 +1122,7 @@ fn panels_in_one_call_need_all_of_b() {
     let (a, b) = (vec![1.0; k.mr], vec![1.0; 2 * k.nr - 1]);
     let mut c = vec![0.0; 2 * k.nr];
     let mut view = MatMut::from_slice(&mut c, 2 * k.nr, 1, 2 * k.nr);
-    k.gemm_panels(1, &a, k.mr, &b, k.nr, &mut view, false, None);
+    k.gemm_panels(1, &a, k.mr, &b, k.nr, k.nr, &mut view, false, None);
 }
 
 /// Every ISA's own 3×3 stride-2 max pool (AVX2's and AVX-512's) against the portable
