@@ -176,6 +176,7 @@ enum BLayout {
     Rows { ld: usize },
 }
 
+/// [`gemm`] and [`gemm_in_place`]: one blocked loop for both layouts of B.
 #[allow(clippy::too_many_arguments)]
 fn gemm_with(
     kernels: &Kernels,
