@@ -304,9 +304,11 @@ impl Direct {
         let full = cols.len() / nr;
         let panel = kdim * nr;
         // Read in place, the whole panels need no copy.
-        for c in (0..kdim).filter(|_| !self.in_place) {
-            let src = &x[c * plane + cols.start..];
-            copy_runs(&mut out[c * nr..], panel, src, nr, full, nr, 1);
+        if !self.in_place {
+            for c in 0..kdim {
+                let src = &x[c * plane + cols.start..];
+                copy_runs(&mut out[c * nr..], panel, src, nr, full, nr, 1);
+            }
         }
         let width = cols.len() - full * nr;
         if width > 0 {
