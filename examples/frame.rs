@@ -113,7 +113,8 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = ConvChoice::Auto)]
     conv: ConvChoice,
     /// Give every layer an output buffer of its own instead of the memory plan's shared
-    /// ones (for A/B runs: a frame then writes every activation to memory cold in cache).
+    /// ones (for A/B runs: a frame then writes every activation to memory cold in cache,
+    /// and every concat copies its inputs).
     #[arg(long)]
     keep_outputs: bool,
     #[command(flatten)]
@@ -273,7 +274,7 @@ fn main() -> anyhow::Result<()> {
     sayln!("{}", rt.topology());
     sayln!("isa: {isa}; convolutions: {:?}", cli.conv);
     sayln!(
-        "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame ({:.1} MB of them the gangs' workspace, allocated on first use; {} residual adds in place); built in {:.2} s; {}, {} input; on place {place}",
+        "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame ({:.1} MB of them the gangs' workspace, allocated on first use; {} residual adds and {} concats in place); built in {:.2} s; {}, {} input; on place {place}",
         name,
         model.spec().len(),
         model.spec().units().len(),
@@ -281,6 +282,7 @@ fn main() -> anyhow::Result<()> {
         model.frame_floats() as f64 * 4e-6,
         model.workspace_floats() as f64 * 4e-6,
         model.in_place_layers(),
+        model.joined_concats(),
         build.as_secs_f64(),
         if cli.onnx.is_some() {
             "ONNX weights"

@@ -1,7 +1,10 @@
 //! [`Concat`]: tensors of the same plane joined along the channels, in order (GoogLeNet's
 //! inception and SqueezeNet's fire modules).
 //!
-//! It copies: each branch writes its own buffer and the concat copies every element once
+//! In a model, most concats run no task at all: where every input is a task's tensor that
+//! only the concat reads, each branch writes straight into its part of the concat's buffer
+//! ([`crate::memory_plan`], "Concats without a copy"). This kernel runs the others, and
+//! copies: each branch writes its own buffer and the concat copies every element once
 //! into its output, as ONNX Runtime's `Concat` does. Chunks are groups of whole output
 //! channels (at most [`crate::TARGET_CHUNKS`]), each copying the runs of the inputs it
 //! covers, so a copy is one `memcpy` per (chunk, input) and the result is the same at every

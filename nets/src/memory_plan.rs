@@ -32,6 +32,18 @@
 //! the same cache lines instead of twice as many. It waits for the shortcut's other
 //! readers, as any layer taking a buffer does.
 //!
+//! # Concats without a copy
+//! A concat whose every input is a task's tensor that nothing else reads (SqueezeNet's
+//! fire modules, GoogLeNet's inception modules) runs no task: its inputs' producers write
+//! straight into their parts of the concat's buffer, at offsets along it (NCHW: the
+//! channels of one input after another's), through windows of it
+//! ([`SharedSlice::window`](taopipe_runtime::SharedSlice::window)). The buffer is taken
+//! when its first part's producer runs, by the rule above, and every producer of a part
+//! waits for the buffer's previous tenant and that tenant's readers; it is freed after the
+//! concat's last reader, which waits for every part's producer (`Model`'s graphs expand a
+//! joined concat into its producers). Such a producer never writes in place, and a concat
+//! of another joined concat's tensor copies, as does every concat with `share` off.
+//!
 //! The layers' [`Workspace`](crate::Workspace)s work the same way: one per frame, as long
 //! as the longest any layer asks for, and each layer that uses it runs after the previous
 //! one that did.
@@ -54,6 +66,27 @@ pub(crate) enum PlanStep<'a> {
     },
     /// No task: the layer's tensor is this (resolved) source's.
     Alias(Source),
+    /// A concat of `len` floats of these (resolved) sources, in order: joined (no task, its
+    /// parts written in place) where the plan can, else a task like any other.
+    Concat { len: usize, reads: &'a [Source] },
+}
+
+impl PlanStep<'_> {
+    /// Floats of a task's or a concat's tensor (none for an alias).
+    fn len(&self) -> usize {
+        match self {
+            PlanStep::Task { len, .. } | PlanStep::Concat { len, .. } => *len,
+            PlanStep::Alias(_) => 0,
+        }
+    }
+
+    /// What a task step reads (nothing for an alias).
+    fn reads(&self) -> &[Source] {
+        match self {
+            PlanStep::Task { reads, .. } | PlanStep::Concat { reads, .. } => reads,
+            PlanStep::Alias(_) => &[],
+        }
+    }
 }
 
 /// Where every layer's tensor lives in a frame's buffers, and what each layer must wait for.
@@ -63,6 +96,12 @@ pub(crate) struct MemoryPlan {
     buffer: Vec<Option<usize>>,
     /// Per layer: its tensor's length in floats.
     len: Vec<usize>,
+    /// Per layer: where its tensor starts in its buffer (a part of a joined concat).
+    offset: Vec<usize>,
+    /// Per layer: for a joined concat, the producers of its parts, in order (else empty).
+    parts: Vec<Vec<usize>>,
+    /// Per layer: the joined concat its tensor is a part of.
+    part_of: Vec<Option<usize>>,
     /// Floats of each buffer.
     sizes: Vec<usize>,
     /// Per layer: layers that must have finished before it starts.
@@ -85,28 +124,34 @@ impl MemoryPlan {
             .iter()
             .enumerate()
             .map(|(i, s)| match s {
-                PlanStep::Task { .. } => Some(i),
+                PlanStep::Task { .. } | PlanStep::Concat { .. } => Some(i),
                 PlanStep::Alias(Source::Layer(j)) => Some(*j),
                 PlanStep::Alias(_) => None,
             })
             .collect();
         let mut readers: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (i, s) in steps.iter().enumerate() {
-            if let PlanStep::Task { reads, .. } = s {
-                for source in *reads {
-                    if let Source::Layer(j) = source {
-                        let p = producer[*j].expect("a layer source resolves to a task");
-                        if readers[p].last() != Some(&i) {
-                            readers[p].push(i);
-                        }
+            for source in s.reads() {
+                if let Source::Layer(j) = source {
+                    let p = producer[*j].expect("a layer source resolves to a task");
+                    if readers[p].last() != Some(&i) {
+                        readers[p].push(i);
                     }
                 }
             }
         }
         let output = n.checked_sub(1).and_then(|last| producer[last]);
+        let (parts, part_of) = if share {
+            joins(steps, &readers, output)
+        } else {
+            (vec![Vec::new(); n], vec![None; n])
+        };
         let mut plan = MemoryPlan {
             buffer: vec![None; n],
             len: vec![input_len; n],
+            offset: vec![0; n],
+            parts,
+            part_of: part_of.iter().map(|p| p.map(|(c, _)| c)).collect(),
             sizes: Vec::new(),
             after: vec![Vec::new(); n],
             kept: vec![true; n],
@@ -118,24 +163,55 @@ impl MemoryPlan {
         let mut free: Vec<usize> = Vec::new();
         let mut frees_after: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut workspace_user = None;
+        // Per joined concat: what every producer of a part waits for (its buffer's previous
+        // tenant and that tenant's readers).
+        let mut join_after: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (i, step) in steps.iter().enumerate() {
-            match step {
+            let (len, reads, workspace, in_place) = match *step {
                 PlanStep::Alias(_) => {
                     if let Some(p) = producer[i] {
                         plan.buffer[i] = plan.buffer[p];
                         plan.len[i] = plan.len[p];
+                        plan.offset[i] = plan.offset[p];
+                        plan.part_of[i] = plan.part_of[p];
                     }
+                    free.append(&mut frees_after[i]);
+                    continue;
                 }
-                &PlanStep::Task {
+                PlanStep::Concat { len, reads } => (len, reads, WorkspaceLen::default(), false),
+                PlanStep::Task {
                     len,
                     reads,
                     workspace,
                     in_place,
-                } => {
-                    let over = (share && in_place)
-                        .then(|| overwritable(reads, &producer, &readers, i, output))
-                        .flatten()
-                        .filter(|&p| plan.len[p] == len);
+                } => (len, reads, workspace, in_place),
+            };
+            if !plan.parts[i].is_empty() {
+                // Joined: its first part's producer took its buffer.
+                let b = plan.buffer[i].expect("a joined concat's first part took its buffer");
+                plan.len[i] = len;
+                if Some(i) != output {
+                    let last = readers[i].last().copied().unwrap_or(i);
+                    frees_after[last].push(b);
+                }
+                free.append(&mut frees_after[i]);
+                continue;
+            }
+            let part = part_of[i];
+            let over = (share && in_place && part.is_none())
+                .then(|| overwritable(reads, &producer, &readers, i, output))
+                .flatten()
+                .filter(|&p| plan.len[p] == len);
+            // The layer whose buffer this is (a joined concat for its parts' producers),
+            // and the floats it needs.
+            let (owner, need) = match part {
+                Some((c, _)) => (c, steps[c].len()),
+                None => (i, len),
+            };
+            let b = match plan.buffer[owner].filter(|_| owner != i) {
+                // A later part of a concat whose buffer an earlier part took.
+                Some(b) => b,
+                None => {
                     let taken = match over {
                         // The last read's buffer, which it would have freed after this
                         // layer (its tenant is still that tensor).
@@ -146,7 +222,7 @@ impl MemoryPlan {
                             Some(b)
                         }
                         None => share
-                            .then(|| best_fit(&free, &plan.sizes, len))
+                            .then(|| best_fit(&free, &plan.sizes, need))
                             .flatten()
                             .map(|at| free.swap_remove(at)),
                     };
@@ -154,30 +230,37 @@ impl MemoryPlan {
                         // Its tenant and the tenant's other readers run first.
                         Some(b) => {
                             let previous = tenant[b];
-                            plan.after[i].push(previous);
-                            plan.after[i].extend(readers[previous].iter().filter(|&&r| r != i));
-                            tenant[b] = i;
+                            let waits = &mut join_after[owner];
+                            waits.push(previous);
+                            waits.extend(readers[previous].iter().filter(|&&r| r != i));
+                            tenant[b] = owner;
                             b
                         }
                         None => {
                             plan.sizes.push(0);
-                            tenant.push(i);
+                            tenant.push(owner);
                             plan.sizes.len() - 1
                         }
                     };
-                    plan.sizes[b] = plan.sizes[b].max(len);
-                    plan.buffer[i] = Some(b);
-                    plan.len[i] = len;
-                    if !workspace.is_empty() {
-                        plan.after[i].extend(workspace_user);
-                        workspace_user = Some(i);
-                        plan.workspace_len = plan.workspace_len.max(workspace);
-                    }
-                    if Some(i) != output {
-                        let last = readers[i].last().copied().unwrap_or(i);
-                        frees_after[last].push(b);
-                    }
+                    plan.sizes[b] = plan.sizes[b].max(need);
+                    plan.buffer[owner] = Some(b);
+                    b
                 }
+            };
+            let waits = join_after[owner].clone();
+            plan.after[i].extend(waits);
+            plan.buffer[i] = Some(b);
+            plan.len[i] = len;
+            plan.offset[i] = part.map_or(0, |(_, at)| at);
+            if !workspace.is_empty() {
+                plan.after[i].extend(workspace_user);
+                workspace_user = Some(i);
+                plan.workspace_len = plan.workspace_len.max(workspace);
+            }
+            // A part's buffer is its concat's, which frees it.
+            if Some(i) != output && part.is_none() {
+                let last = readers[i].last().copied().unwrap_or(i);
+                frees_after[last].push(b);
             }
             free.append(&mut frees_after[i]);
             plan.after[i].sort_unstable();
@@ -187,7 +270,7 @@ impl MemoryPlan {
             .iter()
             .zip(&plan.buffer)
             .map(|(p, b)| match (p, b) {
-                (Some(p), Some(b)) => tenant[*b] == *p,
+                (Some(p), Some(b)) => tenant[*b] == plan.part_of[*p].unwrap_or(*p),
                 _ => true,
             })
             .collect();
@@ -202,6 +285,29 @@ impl MemoryPlan {
     /// Floats of layer `index`'s tensor.
     pub(crate) fn len(&self, index: usize) -> usize {
         self.len[index]
+    }
+
+    /// Where layer `index`'s tensor starts in its buffer (not 0 only for a part of a
+    /// joined concat).
+    pub(crate) fn offset(&self, index: usize) -> usize {
+        self.offset[index]
+    }
+
+    /// For a joined concat (no task: module docs), the layers whose tasks write its parts,
+    /// in order; empty for every other layer.
+    pub(crate) fn parts(&self, index: usize) -> &[usize] {
+        &self.parts[index]
+    }
+
+    /// Whether layer `index` is a joined concat, which runs no task.
+    pub(crate) fn joined(&self, index: usize) -> bool {
+        !self.parts[index].is_empty()
+    }
+
+    /// The joined concat of which layer `index`'s tensor is a part, if any (its producer
+    /// writes it through a window of the concat's buffer).
+    pub(crate) fn part_of(&self, index: usize) -> Option<usize> {
+        self.part_of[index]
     }
 
     /// Floats of each buffer.
@@ -231,6 +337,57 @@ impl MemoryPlan {
     pub(crate) fn in_place(&self, index: usize) -> bool {
         self.in_place[index]
     }
+}
+
+/// The concats to join (module docs): per layer, a joined concat's part producers in order
+/// (else none), and the (joined concat, offset) of a part's producer. A concat joins where
+/// each of its reads is a distinct task's tensor (not another concat's), read by the concat
+/// alone, and not the net's output, and the concat is not the net's output either.
+#[allow(clippy::type_complexity)]
+fn joins(
+    steps: &[PlanStep<'_>],
+    readers: &[Vec<usize>],
+    output: Option<usize>,
+) -> (Vec<Vec<usize>>, Vec<Option<(usize, usize)>>) {
+    let n = steps.len();
+    let mut parts: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut part_of: Vec<Option<(usize, usize)>> = vec![None; n];
+    for (i, step) in steps.iter().enumerate() {
+        let PlanStep::Concat { len, reads } = *step else {
+            continue;
+        };
+        if Some(i) == output {
+            continue;
+        }
+        let producers: Option<Vec<usize>> = reads
+            .iter()
+            .map(|source| match *source {
+                Source::Layer(j)
+                    if matches!(steps[j], PlanStep::Task { .. })
+                        && readers[j] == [i]
+                        && Some(j) != output =>
+                {
+                    Some(j)
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(producers) = producers else { continue };
+        let mut seen = producers.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != producers.len() {
+            continue;
+        }
+        let mut at = 0;
+        for &j in &producers {
+            part_of[j] = Some((i, at));
+            at += steps[j].len();
+        }
+        assert_eq!(at, len, "concat {i} of {len} floats joins parts of {at}");
+        parts[i] = producers;
+    }
+    (parts, part_of)
 }
 
 /// The producer of task `i`'s last read, if `i` may overwrite it: `i` is its last reader

@@ -53,7 +53,8 @@ pub struct BuildOptions {
     /// Give every layer an output buffer of its own, so that [`Frame::layer_output`] has
     /// every layer's tensor after the frame ran. By default layers take over the buffers
     /// of tensors already read (see [`crate::memory_plan`]), which keeps a frame's
-    /// activations few and warm in cache.
+    /// activations few and warm in cache, and branches write their parts of a concat in
+    /// place.
     pub keep_outputs: bool,
 }
 
@@ -434,19 +435,37 @@ impl Model {
         shape(self.spec.input()).len()
     }
 
-    /// Whether layer `index` runs a task (false for folded, fused and flatten layers).
+    /// Whether layer `index` runs a task (false for folded, fused and flatten layers, and
+    /// for a concat whose inputs' producers write its parts in place: see
+    /// [`crate::memory_plan`]).
     pub fn runs_task(&self, index: usize) -> bool {
-        matches!(self.steps.get(index), Some(Step::Run { .. }))
+        self.run_step(index).is_some()
     }
 
     /// The kernel and resolved input sources of layer `index`; `None` for a layer that runs
-    /// no task (folded, fused, flatten) or is out of range. `split.rs` builds its tasks from
-    /// these.
+    /// no task (folded, fused, flatten, a joined concat) or is out of range. `split.rs`
+    /// builds its tasks from these.
     pub(crate) fn run_step(&self, index: usize) -> Option<(&Arc<dyn Kernel>, &[Source])> {
         match self.steps.get(index) {
-            Some(Step::Run { kernel, inputs }) => Some((kernel, inputs)),
+            Some(Step::Run { kernel, inputs }) if !self.memory.joined(index) => {
+                Some((kernel, inputs))
+            }
             _ => None,
         }
+    }
+
+    /// The layers whose tasks produce layer `index`'s tensor, for a graph's edges: the
+    /// producers of a joined concat's parts, else the layer itself.
+    pub(crate) fn producing(&self, index: usize) -> impl Iterator<Item = usize> + '_ {
+        let parts = self.memory.parts(index);
+        let own = parts.is_empty().then_some(index);
+        parts.iter().copied().chain(own)
+    }
+
+    /// Whether layer `index`'s tensor is a part of a joined concat's (see
+    /// [`crate::memory_plan`]): its task writes it into the concat's buffer.
+    pub(crate) fn is_part(&self, index: usize) -> bool {
+        self.memory.part_of(index).is_some()
     }
 
     /// Layers the memory plan orders before layer `index` (see [`crate::memory_plan`]):
@@ -475,6 +494,26 @@ impl Model {
         (0..self.steps.len()).filter(|&i| self.in_place(i)).count()
     }
 
+    /// How many concats run no task, their inputs' producers writing their parts of its
+    /// buffer in place (see [`crate::memory_plan`]).
+    ///
+    /// ```
+    /// use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
+    /// let spec = zoo::by_name("squeezenet1_1").expect("a zoo net")?;
+    /// let model = Model::build(spec.clone(), &RandomWeights { seed: 1 })?;
+    /// assert_eq!(model.joined_concats(), 8); // one per fire module
+    /// // With a buffer per layer, each concat copies.
+    /// let keep = BuildOptions { keep_outputs: true, ..BuildOptions::default() };
+    /// let kept = Model::build_with(spec, &RandomWeights { seed: 1 }, &keep)?;
+    /// assert_eq!(kept.joined_concats(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn joined_concats(&self) -> usize {
+        (0..self.steps.len())
+            .filter(|&i| self.memory.joined(i))
+            .count()
+    }
+
     /// The inputs layer `index`'s task is given, of its sources `inputs`: all but an
     /// in-place residual.
     pub(crate) fn task_inputs<'s>(&self, index: usize, inputs: &'s [Source]) -> &'s [Source] {
@@ -492,15 +531,9 @@ impl Model {
 
     /// Floating-point operations of one frame (multiply-add = 2).
     pub fn flops(&self) -> u64 {
-        self.steps
-            .iter()
-            .map(|s| {
-                if let Step::Run { kernel, .. } = s {
-                    kernel.flops()
-                } else {
-                    0
-                }
-            })
+        (0..self.steps.len())
+            .filter_map(|i| self.run_step(i))
+            .map(|(kernel, _)| kernel.flops())
             .sum()
     }
 
@@ -630,9 +663,17 @@ impl Model {
             .map(|&len| Arc::new(SharedSlice::zeroed(len)))
             .collect();
         let outputs = (0..self.steps.len())
-            .map(|i| TensorBuf {
-                buffer: self.memory.buffer(i).map_or(&input, |b| &shared[b]).clone(),
-                len: self.memory.len(i),
+            .map(|i| {
+                let buffer = self.memory.buffer(i).map_or(&input, |b| &shared[b]);
+                let len = self.memory.len(i);
+                // A part of a joined concat: its window of the concat's buffer.
+                let buffer = if self.is_part(i) {
+                    let at = self.memory.offset(i);
+                    Arc::new(buffer.window(at..at + len))
+                } else {
+                    buffer.clone()
+                };
+                TensorBuf { buffer, len }
             })
             .collect();
         Buffers {
@@ -686,7 +727,7 @@ impl Model {
         let mut graph = TaskGraph::with_capacity(layers.len(), layers.len() * 2);
         let mut ids: Vec<Option<TaskId>> = vec![None; self.steps.len()];
         for i in layers {
-            let Step::Run { kernel, inputs } = &self.steps[i] else {
+            let Some((kernel, inputs)) = self.run_step(i) else {
                 continue;
             };
             let sources: Vec<TensorBuf> = self
@@ -708,7 +749,8 @@ impl Model {
                 Source::Layer(j) => Some(*j),
                 _ => None,
             });
-            for j in producers.chain(self.memory.after(i).iter().copied()) {
+            let before = producers.chain(self.memory.after(i).iter().copied());
+            for j in before.flat_map(|j| self.producing(j)) {
                 if let Some(before) = ids[j] {
                     graph.make_edge(before, id);
                 }
@@ -808,6 +850,10 @@ fn memory_plan(steps: &[Step], input_len: usize, share: bool) -> MemoryPlan {
     let plan_steps: Vec<PlanStep<'_>> = steps
         .iter()
         .map(|step| match step {
+            Step::Run { kernel, inputs } if kernel.kind() == "concat" => PlanStep::Concat {
+                len: kernel.out_shape().len(),
+                reads: inputs,
+            },
             Step::Run { kernel, inputs } => PlanStep::Task {
                 len: kernel.out_shape().len(),
                 reads: inputs,

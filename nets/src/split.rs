@@ -347,6 +347,7 @@ impl Model {
                 };
                 Some(p) != output
                     && !self.in_place(p)
+                    && !self.is_part(p)
                     && !readers[p].is_empty()
                     && readers[p].iter().all(|&r| {
                         chain_of(r) == Some(chain)
@@ -403,8 +404,11 @@ impl Model {
             let exchange = Side::BOTH.iter().any(|&side| {
                 !side.chunks(reader).is_empty()
                     && inputs(reader.layer).iter().any(|&source| match source {
-                        Source::Layer(j) => index[j].is_some_and(|p| {
-                            !layers[p].interior && !side.other().chunks(&layers[p]).is_empty()
+                        // A joined concat's tensor comes from the producers of its parts.
+                        Source::Layer(j) => self.producing(j).any(|j| {
+                            index[j].is_some_and(|p| {
+                                !layers[p].interior && !side.other().chunks(&layers[p]).is_empty()
+                            })
                         }),
                         _ => false,
                     })
@@ -504,8 +508,11 @@ impl Model {
                     .on(place)
                     .hint(((half as u64 + 1) << 32) | i as u64);
                 let id = graph.add(task);
-                for &source in inputs.iter() {
-                    let Source::Layer(j) = source else { continue };
+                let read = inputs.iter().filter_map(|&source| match source {
+                    Source::Layer(j) => Some(j),
+                    _ => None,
+                });
+                for j in read.flat_map(|j| self.producing(j)) {
                     let interior = plan.layer(j).is_some_and(|s| s.interior);
                     for (s, producer) in ids[j].iter().enumerate() {
                         if let Some(producer) = producer
@@ -516,7 +523,8 @@ impl Model {
                     }
                 }
                 // Both halves of the layers the memory plan orders before this one.
-                for before in self.memory_after(i).iter().flat_map(|&j| ids[j]).flatten() {
+                let after = self.memory_after(i).iter().flat_map(|&j| self.producing(j));
+                for before in after.flat_map(|j| ids[j]).flatten() {
                     graph.make_edge(before, id);
                 }
                 ids[i][half as usize] = Some(id);

@@ -121,6 +121,15 @@ fn mobile_and_modular_nets_are_bit_identical_at_every_width() {
         "yolov2_tiny",
     ] {
         let spec = zoo::by_name(name).expect("a zoo net").expect("it checks");
+        // Every fire and inception module's branches write their concat's parts in place
+        // (the kept model's concats copy: `assert_width_identical` compares the two).
+        let model = Model::build(spec.clone(), &RandomWeights { seed: 11 }).expect("builds");
+        let concats = match name {
+            "squeezenet1_1" => 8,
+            "googlenet" => 9,
+            _ => 0,
+        };
+        assert_eq!(model.joined_concats(), concats, "{name}");
         assert_width_identical(spec);
     }
 }
@@ -454,6 +463,9 @@ fn modules_match_a_plain_layer_by_layer_evaluation_at_every_width() {
     );
     let weights = RandomWeights { seed: 5 };
     let model = Model::build(spec.clone(), &weights).expect("model");
+    // The fire's; the inception's copies (one of its inputs is the fire's concat, which
+    // other layers read too).
+    assert_eq!(model.joined_concats(), 1);
     let rt = Runtime::builder().workers(2).build().expect("runtime");
     let x = input(model.input_len(), 3);
     let got = model

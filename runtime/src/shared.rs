@@ -43,6 +43,7 @@
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut, Range};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -118,13 +119,24 @@ impl Default for Claims {
 }
 
 /// A fixed-length buffer with run-time-checked disjoint write claims and whole reads.
+///
+/// A [`SharedSlice::window`] is a part of another buffer that is a buffer itself: its
+/// claims and reads count in the parent's, so the windows of one buffer and the buffer
+/// stay exclusive with one another exactly as the claims of one buffer do.
 pub struct SharedSlice<T> {
-    /// `UnsafeCell` per element: claimed ranges are mutated through `&self`. The buffer
-    /// is `storage[start..start + len]`: [`SharedSlice::zeroed`] skips a few elements to
-    /// start on a cache line.
-    storage: Box<[UnsafeCell<T>]>,
+    /// The elements and their claims, shared by the buffer and its windows.
+    cells: Arc<Cells<T>>,
+    /// Where this buffer's element 0 is in `cells.storage`: [`SharedSlice::zeroed`] skips
+    /// a few elements to start on a cache line, and a window starts inside its parent.
     start: usize,
     len: usize,
+}
+
+/// The storage of a buffer and of its windows, and the one list of their claims, in
+/// storage indices.
+struct Cells<T> {
+    /// `UnsafeCell` per element: claimed ranges are mutated through `&self`.
+    storage: Box<[UnsafeCell<T>]>,
     claims: Mutex<Claims>,
 }
 
@@ -134,11 +146,13 @@ pub struct SharedSlice<T> {
 /// packed panels was split across lines.
 const ALIGN: usize = 64;
 
-// SAFETY: the buffer owns its `T`s (so it may move to another thread if `T: Send`), and
-// shared access only ever gives `&mut [T]` to one claimant per element and `&[T]` to
-// readers while nobody writes (checked in `write`/`read`), which is what `Sync` demands:
-// sending `&mut T` across threads needs `T: Send`, sharing `&T` needs `T: Sync`.
-unsafe impl<T: Send> Send for SharedSlice<T> {}
+// SAFETY: the buffer and its windows own their `T`s together (so a handle may move to
+// another thread if `T: Send`, and as handles share the elements, if `T: Sync`), and shared
+// access only ever gives `&mut [T]` to one claimant per element and `&[T]` to readers while
+// nobody writes (checked in `write`/`read` against the claims of every window, kept in one
+// list), which is what `Sync` demands: sending `&mut T` across threads needs `T: Send`,
+// sharing `&T` needs `T: Sync`.
+unsafe impl<T: Send + Sync> Send for SharedSlice<T> {}
 // SAFETY: see above.
 unsafe impl<T: Send + Sync> Sync for SharedSlice<T> {}
 
@@ -147,15 +161,58 @@ impl<T> SharedSlice<T> {
     pub fn new(values: Vec<T>) -> SharedSlice<T> {
         SharedSlice {
             len: values.len(),
-            storage: values.into_iter().map(UnsafeCell::new).collect(),
+            cells: Arc::new(Cells {
+                storage: values.into_iter().map(UnsafeCell::new).collect(),
+                claims: Mutex::default(),
+            }),
             start: 0,
-            claims: Mutex::default(),
+        }
+    }
+
+    /// Elements `range` of this buffer as a buffer of their own (a layer writing its
+    /// tensor straight into its part of a concat's output). Claims and reads of the window
+    /// count in this buffer's (and any window's) list: a window cannot be written while
+    /// another window or the buffer is read, nor read while a part of the buffer is being
+    /// written, nor claimed where another claim on the buffer holds an element.
+    ///
+    /// # Panics
+    /// If `range` does not fit the buffer.
+    ///
+    /// ```
+    /// use taopipe_runtime::SharedSlice;
+    /// let buf = SharedSlice::new(vec![0u8; 6]);
+    /// let right = buf.window(2..6);
+    /// right.write(1..3)?.fill(7); // elements 3 and 4 of `buf`
+    /// let held = buf.write(4..6)?;
+    /// assert!(right.write(0..1).is_ok() && right.write(2..3).is_err()); // 4 is held
+    /// drop(held);
+    /// assert_eq!(&*buf.read()?, &[0, 0, 0, 7, 7, 0]);
+    /// # Ok::<(), taopipe_runtime::ClaimError>(())
+    /// ```
+    pub fn window(&self, range: Range<usize>) -> SharedSlice<T> {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "window {range:?} of a buffer of {}",
+            self.len
+        );
+        SharedSlice {
+            cells: self.cells.clone(),
+            start: self.start + range.start,
+            len: range.len(),
         }
     }
 
     /// The buffer's elements.
     fn cells(&self) -> &[UnsafeCell<T>] {
-        &self.storage[self.start..self.start + self.len]
+        &self.cells.storage[self.start..self.start + self.len]
+    }
+
+    /// `rect` (in this buffer's indices) in the storage's indices, where claims are kept.
+    fn in_storage(&self, rect: Rect) -> Rect {
+        Rect {
+            offset: rect.offset + self.start,
+            ..rect
+        }
     }
 
     /// Number of elements.
@@ -239,17 +296,19 @@ impl<T> SharedSlice<T> {
                 len: self.len(),
             });
         }
-        let mut claims = self.claims.lock();
+        let mut claims = self.cells.claims.lock();
         if claims.readers > 0 {
             return Err(ClaimError::BeingRead {
                 rect,
                 readers: claims.readers,
             });
         }
-        if let Some(&held) = claims.writes.iter().find(|held| held.overlaps(&rect)) {
+        let stored = self.in_storage(rect);
+        if let Some(&held) = claims.writes.iter().find(|held| held.overlaps(&stored)) {
+            let held = self.local(held);
             return Err(ClaimError::Overlap { rect, held });
         }
-        claims.writes.push(rect);
+        claims.writes.push(stored);
         Ok(())
     }
 
@@ -258,8 +317,9 @@ impl<T> SharedSlice<T> {
     /// # Errors
     /// If part of the buffer is being written.
     pub fn read(&self) -> Result<ReadGuard<'_, T>, ClaimError> {
-        let mut claims = self.claims.lock();
+        let mut claims = self.cells.claims.lock();
         if let Some(&held) = claims.writes.first() {
+            let held = self.local(held);
             return Err(ClaimError::BeingWritten { held });
         }
         claims.readers += 1;
@@ -274,18 +334,33 @@ impl<T> SharedSlice<T> {
         Ok(ReadGuard { owner: self, slice })
     }
 
-    /// Exclusive access, no claims needed: `&mut self` proves nobody else holds a guard.
-    pub fn get_mut(&mut self) -> &mut [T] {
-        let cells = self.cells();
-        // SAFETY: `&mut self` excludes every guard (they borrow `self`), and
-        // `UnsafeCell<T>` has `T`'s layout.
-        unsafe { std::slice::from_raw_parts_mut(UnsafeCell::raw_get(cells.as_ptr()), cells.len()) }
+    /// Exclusive access, no claims needed, unless the buffer shares its elements with a
+    /// window or a parent ([`SharedSlice::window`]): then `None`. `&mut self` proves that
+    /// nobody holds a guard on this handle, and the storage being this handle's alone that
+    /// nobody holds one on another.
+    pub fn get_mut(&mut self) -> Option<&mut [T]> {
+        let (start, len) = (self.start, self.len);
+        let cells = Arc::get_mut(&mut self.cells)?;
+        let cells = &mut cells.storage[start..start + len];
+        // SAFETY: `&mut` to the storage, which no other handle shares, excludes every
+        // guard; `UnsafeCell<T>` has `T`'s layout.
+        Some(unsafe {
+            std::slice::from_raw_parts_mut(UnsafeCell::raw_get(cells.as_ptr()), cells.len())
+        })
     }
 
     /// The values, back as a vector.
+    ///
+    /// # Panics
+    /// If a window of the buffer, or the buffer of which it is a window, is still alive:
+    /// the elements are theirs too.
     pub fn into_vec(self) -> Vec<T> {
         let (start, len) = (self.start, self.len);
-        self.storage
+        let Ok(cells) = Arc::try_unwrap(self.cells) else {
+            panic!("into_vec of a buffer whose elements a window or its parent shares");
+        };
+        cells
+            .storage
             .into_vec()
             .into_iter()
             .skip(start)
@@ -294,15 +369,25 @@ impl<T> SharedSlice<T> {
             .collect()
     }
 
+    /// `rect` (in storage indices, as claims are kept) in this buffer's indices, for an
+    /// error message; a claim starting before this window stays in storage indices.
+    fn local(&self, rect: Rect) -> Rect {
+        Rect {
+            offset: rect.offset.checked_sub(self.start).unwrap_or(rect.offset),
+            ..rect
+        }
+    }
+
     fn release_write(&self, rect: Rect) {
-        let mut claims = self.claims.lock();
-        if let Some(i) = claims.writes.iter().position(|&r| r == rect) {
+        let stored = self.in_storage(rect);
+        let mut claims = self.cells.claims.lock();
+        if let Some(i) = claims.writes.iter().position(|&r| r == stored) {
             claims.writes.swap_remove(i);
         }
     }
 
     fn release_read(&self) {
-        self.claims.lock().readers -= 1;
+        self.cells.claims.lock().readers -= 1;
     }
 }
 
@@ -317,7 +402,7 @@ impl<T: Clone + Default> SharedSlice<T> {
             0
         };
         let mut buffer = SharedSlice::new(vec![T::default(); len + slack]);
-        let misaligned = buffer.storage.as_ptr() as usize % ALIGN;
+        let misaligned = buffer.cells.storage.as_ptr() as usize % ALIGN;
         if slack > 0 && misaligned.is_multiple_of(size) {
             buffer.start = (ALIGN - misaligned) % ALIGN / size;
         }
@@ -328,7 +413,7 @@ impl<T: Clone + Default> SharedSlice<T> {
 
 impl<T> fmt::Debug for SharedSlice<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let claims = self.claims.lock();
+        let claims = self.cells.claims.lock();
         f.debug_struct("SharedSlice")
             .field("len", &self.len())
             .field("writes", &claims.writes)

@@ -155,6 +155,155 @@ fn workspace_users_run_one_after_another() {
     assert!(!plan.after(1).contains(&0) || plan.buffer(1) == plan.buffer(0));
 }
 
+/// A fire module: 0 squeezes the input, 1 and 2 expand it, 3 joins them (written in
+/// place by 1 and 2), 4 reads the concat, 5 the net's output.
+#[test]
+fn a_concat_of_tasks_read_by_it_alone_is_written_in_place() {
+    let r = [
+        vec![Source::Input],
+        vec![Source::Layer(0)],
+        vec![Source::Layer(0)],
+        vec![Source::Layer(1), Source::Layer(2)],
+        vec![Source::Layer(3)],
+        vec![Source::Layer(4)],
+    ];
+    let steps = vec![
+        task(4, &r[0]),
+        task(6, &r[1]),
+        task(10, &r[2]),
+        PlanStep::Concat {
+            len: 16,
+            reads: &r[3],
+        },
+        task(4, &r[4]),
+        task(4, &r[5]),
+    ];
+    let plan = MemoryPlan::new(&steps, 4, true);
+    assert!(plan.joined(3) && plan.parts(3) == [1, 2]);
+    assert_eq!((plan.part_of(1), plan.part_of(2)), (Some(3), Some(3)));
+    let b = plan.buffer(3);
+    assert!(b.is_some() && plan.buffer(1) == b && plan.buffer(2) == b);
+    assert_eq!((plan.offset(1), plan.offset(2), plan.offset(3)), (0, 6, 0));
+    assert_eq!((plan.len(1), plan.len(2), plan.len(3)), (6, 10, 16));
+    assert!(plan.sizes()[b.unwrap()] >= 16);
+    // Layer 0's buffer is free after 2 (its last reader): 4 may take it, not the concat's.
+    assert_ne!(plan.buffer(4), b);
+    assert!(plan.buffer(5) != plan.buffer(4));
+    // The concat's buffer is free after 4: 5 may take it, after both parts' producers
+    // (through the concat) and its reader.
+    assert_eq!(plan.buffer(5), b);
+    assert!(plan.after(5).contains(&3) && plan.after(5).contains(&4));
+    assert!(!plan.kept(1) && !plan.kept(2) && !plan.kept(3) && plan.kept(5));
+    // Without sharing, the concat copies into a buffer of its own.
+    let apart = MemoryPlan::new(&steps, 4, false);
+    assert!(!apart.joined(3) && apart.part_of(1).is_none() && apart.buffer(1) != apart.buffer(3));
+}
+
+/// Concats that must copy: a part read by another layer too, the frame's input, a part
+/// read twice, and a concat that is the net's output.
+#[test]
+fn a_concat_copies_where_a_part_is_not_its_alone() {
+    let plan_of = |reads: &[Vec<Source>], concat: usize| {
+        let steps: Vec<PlanStep<'_>> = reads
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                if i == concat {
+                    PlanStep::Concat {
+                        len: 4 * r.len(),
+                        reads: r,
+                    }
+                } else {
+                    task(4, r)
+                }
+            })
+            .collect();
+        MemoryPlan::new(&steps, 4, true)
+    };
+    let (i, l) = (Source::Input, Source::Layer);
+    // 1 is read by 3 too.
+    let p = plan_of(
+        &[
+            vec![i],
+            vec![l(0)],
+            vec![l(1), l(0)],
+            vec![l(1)],
+            vec![l(2), l(3)],
+        ],
+        2,
+    );
+    assert!(!p.joined(2) && p.part_of(0).is_none() && p.part_of(1).is_none());
+    // The input is a part.
+    let p = plan_of(&[vec![i], vec![l(0), i], vec![l(1)]], 1);
+    assert!(!p.joined(1));
+    // A part read twice.
+    let p = plan_of(&[vec![i], vec![l(0), l(0)], vec![l(1)]], 1);
+    assert!(!p.joined(1));
+    // The concat is the output.
+    let p = plan_of(&[vec![i], vec![i], vec![l(0), l(1)]], 2);
+    assert!(!p.joined(2));
+    // A concat of a joined concat copies; the inner one joins.
+    let (input, inner, outer, last) = ([i], [l(0), l(1)], [l(2), l(3)], [l(4)]);
+    let steps = [
+        task(4, &input),
+        task(4, &input),
+        PlanStep::Concat {
+            len: 8,
+            reads: &inner,
+        },
+        task(4, &input),
+        PlanStep::Concat {
+            len: 12,
+            reads: &outer,
+        },
+        task(4, &last),
+    ];
+    let p = MemoryPlan::new(&steps, 4, true);
+    assert!(p.joined(2) && !p.joined(4));
+}
+
+/// The first part's producer takes the concat's buffer from a dead tensor: every part's
+/// producer waits for that tensor's readers, and an alias of a part is a part too.
+#[test]
+fn every_part_waits_for_the_buffers_previous_tenant() {
+    let (i, l) = (Source::Input, Source::Layer);
+    let r = [
+        vec![i],
+        vec![l(0)],
+        vec![l(1)],
+        vec![l(1)],
+        vec![l(2), l(3)],
+        vec![l(4)],
+    ];
+    let steps = vec![
+        task(20, &r[0]),
+        task(4, &r[1]),
+        task(6, &r[2]),
+        task(6, &r[3]),
+        PlanStep::Concat {
+            len: 12,
+            reads: &r[4],
+        },
+        task(4, &r[5]),
+    ];
+    let plan = MemoryPlan::new(&steps, 4, true);
+    assert!(plan.joined(4));
+    // Layer 0's buffer (20 floats) is free after 1, its reader: the concat takes it.
+    assert_eq!(plan.buffer(4), plan.buffer(0));
+    for part in [2, 3] {
+        assert!(plan.after(part).contains(&0) && plan.after(part).contains(&1));
+    }
+    let after = [l(5)];
+    let tail = [PlanStep::Alias(l(2)), task(4, &after)];
+    let with_alias: Vec<PlanStep<'_>> = steps.iter().cloned().chain(tail).collect();
+    let plan = MemoryPlan::new(&with_alias, 4, true);
+    assert_eq!(plan.part_of(6), Some(4));
+    assert_eq!(
+        (plan.buffer(6), plan.offset(6), plan.len(6)),
+        (plan.buffer(4), 0, 6)
+    );
+}
+
 /// Random nets: each layer a task reading one or two earlier tensors (or the input), or an
 /// alias of an earlier one; a task may be able to write over its last read. Lengths come
 /// from few values, so that some tasks can.

@@ -95,8 +95,105 @@ fn a_panicking_writer_releases_its_claim() {
 #[test]
 fn get_mut_needs_no_claim() {
     let mut buf = SharedSlice::new(vec![1, 2, 3]);
-    buf.get_mut()[1] = 7;
+    buf.get_mut().expect("no window shares it")[1] = 7;
     assert_eq!(buf.into_vec(), vec![1, 7, 3]);
+}
+
+#[test]
+fn get_mut_refuses_a_buffer_whose_window_lives() {
+    let mut buf = SharedSlice::new(vec![1, 2, 3]);
+    let window = buf.window(1..3);
+    assert!(buf.get_mut().is_none());
+    drop(window);
+    assert!(buf.get_mut().is_some());
+}
+
+/// A window writes its part of the parent, and its claims, reads and errors count in the
+/// parent's list, in its own indices.
+#[test]
+fn windows_write_their_part_and_share_the_parents_claims() {
+    let buf = SharedSlice::<u8>::zeroed(10);
+    let (left, right) = (buf.window(0..4), buf.window(4..10));
+    assert_eq!((left.len(), right.len()), (4, 6));
+    {
+        let mut l = left.write(0..4).expect("left");
+        let mut r = right
+            .write_rect(Rect::new(1, 3, 2, 2))
+            .expect("right: 5, 6, 8, 9");
+        l.fill(1);
+        r.rows_mut().for_each(|row| row.fill(2));
+        // The parent sees both claims; a window sees the parent's, in its own indices.
+        let err = buf.write(3..6).expect_err("overlaps both");
+        assert_eq!(
+            err.to_string(),
+            "3..6 overlaps 0..4, which is being written"
+        );
+        assert!(buf.write(7..8).is_ok(), "element 7 is free");
+        assert!(matches!(buf.read(), Err(ClaimError::BeingWritten { .. })));
+        assert!(matches!(right.read(), Err(ClaimError::BeingWritten { .. })));
+    }
+    assert_eq!(&*buf.read().expect("no writer"), &[1, 1, 1, 1, 0, 2, 2, 0, 2, 2]);
+    assert_eq!(&*right.read().expect("no writer"), &[0, 2, 2, 0, 2, 2]);
+    // A reader of the parent holds off a window's writes, and the other way round.
+    let reading = buf.read().expect("no writer");
+    assert!(matches!(
+        left.write(0..1),
+        Err(ClaimError::BeingRead { readers: 1, .. })
+    ));
+    drop(reading);
+    let reading = right.read().expect("no writer");
+    assert!(buf.write(0..1).is_err());
+    drop(reading);
+    // Out of a window's bounds, by its own length, even where the parent goes on.
+    assert_eq!(
+        left.write(3..5).expect_err("past the window").to_string(),
+        "3..5 is out of bounds for a buffer of 4"
+    );
+    // A window of a window is a window of the parent.
+    let inner = right.window(2..4);
+    inner.write(0..2).expect("free").fill(3);
+    assert_eq!(&*buf.read().expect("no writer"), &[1, 1, 1, 1, 0, 2, 3, 3, 2, 2]);
+}
+
+#[test]
+#[should_panic(expected = "window 3..7 of a buffer of 6")]
+fn a_window_past_the_end_panics() {
+    SharedSlice::new(vec![0u8; 6]).window(3..7);
+}
+
+#[test]
+#[should_panic(expected = "window or its parent shares")]
+fn into_vec_of_a_shared_buffer_panics() {
+    let buf = SharedSlice::new(vec![0u8; 6]);
+    let _window = buf.window(0..2);
+    buf.into_vec();
+}
+
+/// Threads writing the two windows of one buffer at once, then reading it whole (Miri
+/// checks the accesses for data races).
+#[test]
+fn threads_write_windows_concurrently() {
+    let buf = Arc::new(SharedSlice::<u32>::zeroed(48));
+    let windows = [Arc::new(buf.window(0..16)), Arc::new(buf.window(16..48))];
+    let handles: Vec<_> = windows
+        .iter()
+        .enumerate()
+        .map(|(t, w)| {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                let mut part = w.write(0..w.len()).expect("windows are disjoint");
+                for (i, x) in part.iter_mut().enumerate() {
+                    *x = (t * 100 + i) as u32;
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("a writer thread");
+    }
+    let whole = buf.read().expect("no writer");
+    let expect: Vec<u32> = (0..16).chain(100..132).collect();
+    assert_eq!(&*whole, &expect[..]);
 }
 
 /// Threads writing disjoint parts at once (Miri checks the accesses for data races).

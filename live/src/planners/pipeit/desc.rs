@@ -350,7 +350,78 @@ pub fn describe_layers(net: &NetSpec) -> Vec<LayerDesc> {
         }
         i += 1;
     }
+    for c in joined_concats(net, &out) {
+        out[c] = LayerDesc::new(Op::Free, 0, 0, 0, 1);
+    }
     out
+}
+
+/// The concats the nets crate runs without a task (`taopipe_nets::memory_plan`, "Concats
+/// without a copy"): every read a distinct task's tensor that the concat alone reads, no
+/// part another concat's, and neither a part nor the concat the net's output. `descs` are
+/// the layers' descriptors so far: a [`Op::Free`] layer is an alias, of its source for a
+/// flatten and of the layer it was merged into (the one before it) otherwise; a merged
+/// layer's other reads (a fused residual add's shortcut) are its producer's.
+fn joined_concats(net: &NetSpec, descs: &[LayerDesc]) -> Vec<usize> {
+    let layers = net.layers();
+    let n = layers.len();
+    // The layer whose task produces each layer's tensor (`None`: the input).
+    let mut producer: Vec<Option<usize>> = Vec::with_capacity(n);
+    for (i, layer) in layers.iter().enumerate() {
+        let p = if descs[i].op != Op::Free {
+            Some(i)
+        } else if matches!(layer.kind(), LayerKind::Flatten) {
+            match layer.source().resolve(i) {
+                Source::Layer(j) => producer[j],
+                _ => None,
+            }
+        } else {
+            i.checked_sub(1).and_then(|j| producer[j])
+        };
+        producer.push(p);
+    }
+    let resolve = |s: Source| match s {
+        Source::Layer(j) => producer[j],
+        _ => None,
+    };
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut reads: Vec<Vec<Option<usize>>> = vec![Vec::new(); n];
+    for (i, layer) in layers.iter().enumerate() {
+        let Some(task) = producer[i] else { continue };
+        let is_concat = matches!(layer.kind(), LayerKind::Concat { .. });
+        for source in layer.reads(i) {
+            let p = resolve(source);
+            if p == Some(task) && task != i {
+                continue; // a merged layer reading the layer it was merged into
+            }
+            if is_concat {
+                reads[i].push(p);
+            }
+            if let Some(p) = p
+                && readers[p].last() != Some(&task)
+            {
+                readers[p].push(task);
+            }
+        }
+    }
+    let output = n.checked_sub(1).and_then(|last| producer[last]);
+    (0..n)
+        .filter(|&c| matches!(layers[c].kind(), LayerKind::Concat { .. }) && Some(c) != output)
+        .filter(|&c| {
+            let parts = &reads[c];
+            let mut distinct: Vec<Option<usize>> = parts.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            distinct.len() == parts.len()
+                && parts.iter().all(|&p| {
+                    p.is_some_and(|p| {
+                        !matches!(layers[p].kind(), LayerKind::Concat { .. })
+                            && readers[p] == [c]
+                            && Some(p) != output
+                    })
+                })
+        })
+        .collect()
 }
 
 /// The descriptor of every pipeline unit of `net`, in order: what a stage holds.
