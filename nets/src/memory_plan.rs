@@ -163,9 +163,10 @@ impl MemoryPlan {
         let mut free: Vec<usize> = Vec::new();
         let mut frees_after: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut workspace_user = None;
-        // Per joined concat: what every producer of a part waits for (its buffer's previous
-        // tenant and that tenant's readers).
-        let mut join_after: Vec<Vec<usize>> = vec![Vec::new(); n];
+        // Per buffer owner (a task, or a joined concat for all its parts' producers): what a
+        // layer writing the owner's tensor waits for, the buffer's previous tenant and that
+        // tenant's readers.
+        let mut owner_waits: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (i, step) in steps.iter().enumerate() {
             let (len, reads, workspace, in_place) = match *step {
                 PlanStep::Alias(_) => {
@@ -230,7 +231,7 @@ impl MemoryPlan {
                         // Its tenant and the tenant's other readers run first.
                         Some(b) => {
                             let previous = tenant[b];
-                            let waits = &mut join_after[owner];
+                            let waits = &mut owner_waits[owner];
                             waits.push(previous);
                             waits.extend(readers[previous].iter().filter(|&&r| r != i));
                             tenant[b] = owner;
@@ -247,8 +248,7 @@ impl MemoryPlan {
                     b
                 }
             };
-            let waits = join_after[owner].clone();
-            plan.after[i].extend(waits);
+            plan.after[i].extend_from_slice(&owner_waits[owner]);
             plan.buffer[i] = Some(b);
             plan.len[i] = len;
             plan.offset[i] = part.map_or(0, |(_, at)| at);

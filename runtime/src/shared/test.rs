@@ -132,7 +132,10 @@ fn windows_write_their_part_and_share_the_parents_claims() {
         assert!(matches!(buf.read(), Err(ClaimError::BeingWritten { .. })));
         assert!(matches!(right.read(), Err(ClaimError::BeingWritten { .. })));
     }
-    assert_eq!(&*buf.read().expect("no writer"), &[1, 1, 1, 1, 0, 2, 2, 0, 2, 2]);
+    assert_eq!(
+        &*buf.read().expect("no writer"),
+        &[1, 1, 1, 1, 0, 2, 2, 0, 2, 2]
+    );
     assert_eq!(&*right.read().expect("no writer"), &[0, 2, 2, 0, 2, 2]);
     // A reader of the parent holds off a window's writes, and the other way round.
     let reading = buf.read().expect("no writer");
@@ -152,7 +155,10 @@ fn windows_write_their_part_and_share_the_parents_claims() {
     // A window of a window is a window of the parent.
     let inner = right.window(2..4);
     inner.write(0..2).expect("free").fill(3);
-    assert_eq!(&*buf.read().expect("no writer"), &[1, 1, 1, 1, 0, 2, 3, 3, 2, 2]);
+    assert_eq!(
+        &*buf.read().expect("no writer"),
+        &[1, 1, 1, 1, 0, 2, 3, 3, 2, 2]
+    );
 }
 
 #[test]
