@@ -108,8 +108,8 @@ struct Cli {
     #[arg(long)]
     check: bool,
     /// Convolution algorithms: `auto` (Winograd F(4×4,3×3), F(2×2,3×3) or F(2×2,5×5) where
-    /// it pays off, else the direct path) or `direct` (the direct path everywhere, for A/B
-    /// runs).
+    /// it pays off, else the channel-lanes direct conv where that does, else im2col and the
+    /// GEMM) or `direct` (im2col and the GEMM everywhere, for A/B runs).
     #[arg(long, value_enum, default_value_t = ConvChoice::Auto)]
     conv: ConvChoice,
     /// Give every layer an output buffer of its own instead of the memory plan's shared

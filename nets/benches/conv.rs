@@ -37,7 +37,10 @@ pub(crate) fn bench(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let mut g = c.benchmark_group("conv");
-    for layer in shapes::all().chain(&shapes::ALEXNET) {
+    for layer in shapes::all()
+        .chain(&shapes::ALEXNET)
+        .chain(&shapes::SQUEEZENET)
+    {
         let (conv, x) = build(layer);
         g.throughput(Throughput::Elements(conv.flops()));
         let conv: Arc<dyn Kernel> = Arc::new(conv);

@@ -161,7 +161,7 @@ pub(crate) fn run_if_selected() {
 
     println!("\n## Conv layers, GFLOP/s through the runtime at gang widths 1 and 2\n");
     println!(
-        "Direct: im2col into panels + the packed GEMM. Winograd: the tiling `chosen` names, else F(4×4,3×3); effective GFLOP/s"
+        "Direct: im2col into panels + the packed GEMM. Lanes: the channel-lanes direct conv (output channels in the vector lanes, the input read in place from a padded copy). Winograd: the tiling `chosen` names, else F(4×4,3×3); effective GFLOP/s"
     );
     println!(
         "(the direct FLOP count over Winograd's time), where it applies. % is of the measured"
@@ -171,13 +171,17 @@ pub(crate) fn run_if_selected() {
         "Each figure is the best over {rounds} rounds (`TAOPIPE_REPORT_ROUNDS`) of at least {ROUND_SECS} s of runs; the rounds pass over every layer in turn.\n"
     );
     println!(
-        "| layer | in → out | GFLOP | chosen | direct w1 | % | direct w2 | % | Winograd w1 | × direct | Winograd w2 | × direct |"
+        "| layer | in → out | GFLOP | chosen | direct w1 | % | direct w2 | % | lanes w1 | % | lanes w2 | % | Winograd w1 | × direct | Winograd w2 | × direct |"
     );
-    println!("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let (mut flops_all, mut direct_w1, mut direct_w2) = (0.0, 0.0, 0.0);
-    let (mut chosen_w1, mut chosen_w2) = (0.0, 0.0);
+    println!("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut flops_all = 0.0;
+    // Seconds of all layers at widths 1 and 2: direct, lanes, the algorithm chosen.
+    let (mut direct_s, mut lanes_s, mut chosen_s) = ([0.0; 2], [0.0; 2], [0.0; 2]);
+    // Seconds of the faster direct conv of each layer, at widths 1 and 2.
+    let mut either_s = [0.0; 2];
     let mut percents = Vec::new();
-    // Every layer with every algorithm that applies (Direct first), built once.
+    // Every layer with every algorithm that applies (Direct, Lanes, then Winograd), built
+    // once.
     let mut layers: Vec<_> = shapes::all()
         .map(|layer| {
             let (conv, x) = build(layer);
@@ -187,7 +191,7 @@ pub(crate) fn run_if_selected() {
             } else {
                 ConvAlgo::Winograd
             };
-            let runs: Vec<ConvRuns> = [ConvAlgo::Direct, winograd]
+            let runs: Vec<ConvRuns> = [ConvAlgo::Direct, ConvAlgo::Lanes, winograd]
                 .into_iter()
                 .filter(|algo| algo.applies(conv.params()))
                 .map(|algo| {
@@ -209,18 +213,24 @@ pub(crate) fn run_if_selected() {
     for (layer, conv, runs) in &layers {
         let flops = conv.flops() as f64;
         let chosen = conv.algo();
-        let direct = runs[0].gflops(layer.name);
-        let winograd = runs.get(1).map(|r| r.gflops(layer.name));
-        flops_all += flops;
-        direct_w1 += flops / direct[0];
-        direct_w2 += flops / direct[1];
-        let fastest = if chosen.tile().is_some() {
-            winograd.unwrap_or(direct)
-        } else {
-            direct
+        let of = |algo: ConvAlgo| {
+            runs.iter()
+                .find(|r| r.algo == algo)
+                .map(|r| r.gflops(layer.name))
         };
-        chosen_w1 += flops / fastest[0];
-        chosen_w2 += flops / fastest[1];
+        let (direct, lanes) = (
+            of(ConvAlgo::Direct).expect("always applies"),
+            of(ConvAlgo::Lanes).expect("always applies"),
+        );
+        let winograd = runs.get(2).map(|r| r.gflops(layer.name));
+        let fastest = of(chosen).expect("the chosen algorithm is run");
+        flops_all += flops;
+        for w in 0..2 {
+            direct_s[w] += flops / direct[w];
+            lanes_s[w] += flops / lanes[w];
+            either_s[w] += flops / direct[w].max(lanes[w]);
+            chosen_s[w] += flops / fastest[w];
+        }
         percents.push(100.0 * direct[0] / peak);
         let wino = |i: usize| {
             winograd.map_or("—|—".to_string(), |w| {
@@ -228,7 +238,7 @@ pub(crate) fn run_if_selected() {
             })
         };
         println!(
-            "| {} | {} → {} | {:.3} | {} | {:.1} | {:.0}% | {:.1} | {:.0}% | {} | {} |",
+            "| {} | {} → {} | {:.3} | {} | {:.1} | {:.0}% | {:.1} | {:.0}% | {:.1} | {:.0}% | {:.1} | {:.0}% | {} | {} |",
             layer.name,
             conv.in_shape(),
             conv.out_shape(),
@@ -238,6 +248,10 @@ pub(crate) fn run_if_selected() {
             100.0 * direct[0] / peak,
             direct[1],
             100.0 * direct[1] / (2.0 * peak),
+            lanes[0],
+            100.0 * lanes[0] / peak,
+            lanes[1],
+            100.0 * lanes[1] / (2.0 * peak),
             wino(0),
             wino(1),
         );
@@ -246,18 +260,32 @@ pub(crate) fn run_if_selected() {
     println!(
         "\n**Direct path, all {} layers at width 1: {:.1} GFLOP/s = {:.1}% of the peak** (total FLOPs over total time); mean of the per-layer percentages {:.1}%. Width 2: {:.1} GFLOP/s = {:.1}% of twice the peak.",
         percents.len(),
-        flops_all / direct_w1,
-        100.0 * flops_all / direct_w1 / peak,
+        flops_all / direct_s[0],
+        100.0 * flops_all / direct_s[0] / peak,
         percents.iter().sum::<f64>() / n,
-        flops_all / direct_w2,
-        100.0 * flops_all / direct_w2 / (2.0 * peak),
+        flops_all / direct_s[1],
+        100.0 * flops_all / direct_s[1] / (2.0 * peak),
+    );
+    println!(
+        "**Channel-lanes path, the same layers: {:.1} GFLOP/s = {:.1}% of the peak at width 1**; {:.1} GFLOP/s = {:.1}% of twice the peak at width 2.",
+        flops_all / lanes_s[0],
+        100.0 * flops_all / lanes_s[0] / peak,
+        flops_all / lanes_s[1],
+        100.0 * flops_all / lanes_s[1] / (2.0 * peak),
+    );
+    println!(
+        "The faster of the two direct convs on each layer: {:.1} GFLOP/s = {:.1}% of the peak at width 1, {:.1} GFLOP/s = {:.1}% of twice the peak at width 2.",
+        flops_all / either_s[0],
+        100.0 * flops_all / either_s[0] / peak,
+        flops_all / either_s[1],
+        100.0 * flops_all / either_s[1] / (2.0 * peak),
     );
     println!(
         "With the algorithm each layer is built with: {:.1} effective GFLOP/s at width 1, {:.1} at width 2 ({:.2}× and {:.2}× the direct path). Every layer's width-2 output is bit-identical to width 1's.",
-        flops_all / chosen_w1,
-        flops_all / chosen_w2,
-        direct_w1 / chosen_w1,
-        direct_w2 / chosen_w2,
+        flops_all / chosen_s[0],
+        flops_all / chosen_s[1],
+        direct_s[0] / chosen_s[0],
+        direct_s[1] / chosen_s[1],
     );
 
     residuals(&rt, rounds);

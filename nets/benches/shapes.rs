@@ -87,6 +87,18 @@ pub(crate) const ALEXNET: [ConvLayer; 5] = [
     layer("ax.conv5", 256, 256, 3, 1, 1, 13),
 ];
 
+/// SqueezeNet 1.1's conv shapes that differ from the others' (not in the report's table):
+/// its first conv, a squeeze, a 1×1 and the 3×3 expands.
+pub(crate) const SQUEEZENET: [ConvLayer; 7] = [
+    layer("sq.f0", 3, 64, 3, 2, 0, 224),
+    layer("sq.f3s", 64, 16, 1, 1, 0, 55),
+    layer("sq.f3e3", 16, 64, 3, 1, 1, 55),
+    layer("sq.f6e3", 32, 128, 3, 1, 1, 27),
+    layer("sq.f9e3", 48, 192, 3, 1, 1, 13),
+    layer("sq.f11e3", 64, 256, 3, 1, 1, 13),
+    layer("sq.cls", 512, 1000, 1, 1, 0, 13),
+];
+
 /// Every conv layer of the VGG16 and ResNet50 tables (the report's layers).
 pub(crate) fn all() -> impl Iterator<Item = &'static ConvLayer> {
     VGG16.iter().chain(RESNET50.iter())

@@ -156,7 +156,7 @@ impl Conv2d {
         scratch: &mut Scratch,
     ) {
         let width = ctx.width();
-        let panels = self.params.out_channels.div_ceil(self.kernels.mr);
+        let panels = self.params.out_channels.div_ceil(self.channel_step());
         match Schedule::choose(self.engine.blocks(), panels, width, self.pack_cost()) {
             Schedule::Private => self.run_owned(ctx, inputs, output, scratch, 1),
             Schedule::Shared => self.run_shared(ctx, inputs, output, workspace, scratch),
@@ -165,6 +165,11 @@ impl Conv2d {
                 self.run_owned(ctx, inputs, output, scratch, groups);
             }
         }
+    }
+
+    /// Output channels per weight panel, the unit that ranks share channels out in.
+    pub(super) fn channel_step(&self) -> usize {
+        self.engine.channel_step(self.kernels)
     }
 
     /// What packing a block costs against its GEMMs, where every rank may pack it.
@@ -189,7 +194,7 @@ impl Conv2d {
     ) {
         let k = self.params.out_channels;
         let blocks = self.engine.blocks();
-        let groups = groups.min(k.div_ceil(self.kernels.mr));
+        let groups = groups.min(k.div_ceil(self.channel_step()));
         let (packed, work) = self.scratch(k, scratch);
         let mut holds = None;
         ctx.share(
@@ -211,7 +216,7 @@ impl Conv2d {
 
     /// The output channels of group `group` of `groups`, in whole weight panels.
     fn group_channels(&self, group: usize, groups: usize) -> Range<usize> {
-        let (k, mr) = (self.params.out_channels, self.kernels.mr);
+        let (k, mr) = (self.params.out_channels, self.channel_step());
         let mine = split_range(k.div_ceil(mr), group, groups);
         (mine.start * mr).min(k)..(mine.end * mr).min(k)
     }
@@ -227,9 +232,8 @@ impl Conv2d {
         scratch: &mut Scratch,
     ) {
         let k = self.params.out_channels;
-        let mr = self.kernels.mr;
         let blocks = self.engine.blocks();
-        let panels = k.div_ceil(mr);
+        let panels = k.div_ceil(self.channel_step());
         let items = gang_items(ctx.width());
         let groups = panels.min(items);
         // A two-step engine, with the pair its products alternate in.
@@ -352,7 +356,7 @@ impl Conv2d {
     /// measured no better. On a 2-core Zen 4 VM (1 MB L2), widths 1 and 2 split nothing
     /// in ResNet50, AlexNet or VGG16.
     pub(crate) fn compute_split(&self, block: usize, items: usize) -> (usize, usize) {
-        let panels = self.params.out_channels.div_ceil(self.kernels.mr);
+        let panels = self.params.out_channels.div_ceil(self.channel_step());
         let units = self.engine.column_units(self.kernels, block);
         let (packed, weights) = (self.engine.packed_len(), self.engine.packed_weights());
         (1..=units.clamp(1, items))

@@ -10,10 +10,13 @@
 //!    off; F(2×2) on planes too small for F(4×4)'s tiles (see [`winograd`] for the rule and
 //!    its measurements). [`ConvAlgo::Winograd5`] (F(2×2, 5×5)) likewise for 5×5, stride 1,
 //!    padding ≤ 2.
-//! 2. [`ConvAlgo::Direct`] — everything else: im2col into the micro-kernel's panels, then
+//! 2. [`ConvAlgo::Lanes`] — a direct conv with the output channels in the vector lanes,
+//!    reading a padded copy of the input in place: kernels larger than 1×1 with enough
+//!    reduction steps and weights that stay in cache ([`lanes::pays_off`]).
+//! 3. [`ConvAlgo::Direct`] — everything else: im2col into the micro-kernel's panels, then
 //!    the blocked GEMM (a 1×1 stride-1 unpadded conv packs plain copies).
 //!
-//! Both stay reachable through [`Conv2d::with_algo`] for A/B runs.
+//! All stay reachable through [`Conv2d::with_algo`] for A/B runs.
 //!
 //! # How a layer is cut
 //! Weights are packed once, at build, for the layer's ISA ([`Conv2d::with_isa`]; default
@@ -44,11 +47,13 @@ pub mod depthwise;
 mod direct;
 mod gang;
 mod grouped;
+pub mod lanes;
 pub mod winograd;
 
 pub use depthwise::{DepthwiseAlgo, DepthwiseConv2d, DepthwiseParams};
 use direct::Direct;
 pub use grouped::GroupedConv2d;
+use lanes::Lanes;
 use winograd::{Tile, Winograd};
 
 /// Hyperparameters of a convolution.
@@ -182,6 +187,9 @@ pub(crate) fn window_plane(
 pub enum ConvAlgo {
     /// im2col into panels + blocked GEMM: any conv.
     Direct,
+    /// Output channels in the vector lanes, the input read in place from a padded copy
+    /// (`lanes.rs`): any conv.
+    Lanes,
     /// Winograd F(4×4, 3×3): 3×3, stride 1, padding ≤ 1.
     Winograd,
     /// Winograd F(2×2, 3×3): where F(4×4) applies; chosen on small planes.
@@ -192,10 +200,11 @@ pub enum ConvAlgo {
 
 impl ConvAlgo {
     /// Every algorithm.
-    pub const ALL: [ConvAlgo; 4] = [
+    pub const ALL: [ConvAlgo; 5] = [
         ConvAlgo::Winograd,
         ConvAlgo::Winograd2,
         ConvAlgo::Winograd5,
+        ConvAlgo::Lanes,
         ConvAlgo::Direct,
     ];
 
@@ -205,6 +214,7 @@ impl ConvAlgo {
             Some(Tile::F4) => ConvAlgo::Winograd,
             Some(Tile::F2) => ConvAlgo::Winograd2,
             Some(Tile::F2K5) => ConvAlgo::Winograd5,
+            None if lanes::pays_off(p) => ConvAlgo::Lanes,
             None => ConvAlgo::Direct,
         }
     }
@@ -218,6 +228,7 @@ impl ConvAlgo {
     pub fn name(self) -> &'static str {
         match self {
             ConvAlgo::Direct => "direct",
+            ConvAlgo::Lanes => "lanes",
             ConvAlgo::Winograd => "winograd",
             ConvAlgo::Winograd2 => "winograd2",
             ConvAlgo::Winograd5 => "winograd5",
@@ -227,7 +238,7 @@ impl ConvAlgo {
     /// The Winograd tiling, if the algorithm is one.
     pub fn tile(self) -> Option<Tile> {
         match self {
-            ConvAlgo::Direct => None,
+            ConvAlgo::Direct | ConvAlgo::Lanes => None,
             ConvAlgo::Winograd => Some(Tile::F4),
             ConvAlgo::Winograd2 => Some(Tile::F2),
             ConvAlgo::Winograd5 => Some(Tile::F2K5),
@@ -326,6 +337,12 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
         _units: Range<usize>,
     ) -> (Range<usize>, usize) {
         (self.block_pixels(block), 0)
+    }
+
+    /// Output channels that one weight panel holds: gangs share a block's channels out in
+    /// multiples of it.
+    fn channel_step(&self, kernels: &Kernels) -> usize {
+        kernels.mr
     }
 
     /// The engine's compute in two steps, if it has them (Winograd; `gang.rs` says why).
@@ -498,17 +515,22 @@ impl Conv2d {
             });
         }
         isa.supported()?;
-        let kernels = match algo.tile() {
-            None => Direct::kernels(isa, params.in_channels * params.kernel.0 * params.kernel.1),
-            Some(_) => isa.kernels(),
+        let kernels = match algo {
+            ConvAlgo::Direct => {
+                Direct::kernels(isa, params.in_channels * params.kernel.0 * params.kernel.1)
+            }
+            _ => isa.kernels(),
         };
         let blocking = Blocking::new(kernels, CacheSizes::get());
-        let engine: Box<dyn Engine> = match algo.tile() {
-            None => Box::new(Direct::new(
+        let engine: Box<dyn Engine> = match (algo, algo.tile()) {
+            (_, Some(tile)) => Box::new(Winograd::new(
+                tile, params, in_shape, out_shape, &weights, kernels, &blocking,
+            )),
+            (ConvAlgo::Lanes, None) => Box::new(Lanes::new(
                 params, in_shape, out_shape, &weights, kernels, &blocking,
             )),
-            Some(tile) => Box::new(Winograd::new(
-                tile, params, in_shape, out_shape, &weights, kernels, &blocking,
+            _ => Box::new(Direct::new(
+                params, in_shape, out_shape, &weights, kernels, &blocking,
             )),
         };
         Ok(Conv2d {
@@ -726,12 +748,13 @@ impl Kernel for Conv2d {
         1 + usize::from(self.residual)
     }
 
-    /// A fused residual can be read from the output: Winograd's transforms write the
-    /// output only at the end; the direct path when the whole reduction is one `kc` block
-    /// (otherwise C holds partial sums before the epilogue).
+    /// A fused residual can be read from the output: Winograd's transforms and the
+    /// channel-lanes tiles write the output only at the end; the direct path when the
+    /// whole reduction is one `kc` block (otherwise C holds partial sums before the
+    /// epilogue).
     fn in_place_input(&self) -> bool {
         self.residual
-            && (self.algo.tile().is_some() || {
+            && (self.algo != ConvAlgo::Direct || {
                 let kdim = self.params.weight_len() / self.params.out_channels;
                 kdim <= self.blocking.kc_for(kdim)
             })

@@ -122,17 +122,26 @@ fn algorithm_order() {
     assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd2);
     // F(2×2) from `MIN_CHANNELS_F2` input channels: SqueezeNet's 13×13 expands run direct.
     assert_eq!(choose(96, 384, 3, 1, 1, 13), ConvAlgo::Winograd2);
-    assert_eq!(choose(64, 256, 3, 1, 1, 13), ConvAlgo::Direct);
+    assert_eq!(choose(64, 256, 3, 1, 1, 13), ConvAlgo::Lanes);
+    // 9.4 MB of weights: past `lanes::MAX_WEIGHT_BYTES`.
     assert_eq!(choose(512, 512, 3, 1, 1, 7), ConvAlgo::Direct);
     assert_eq!(choose(256, 256, 3, 1, 1, 28), ConvAlgo::Winograd);
+    // Winograd from `MIN_IN_CHANNELS`: SqueezeNet's first expands run channel-lanes.
+    assert_eq!(choose(16, 64, 3, 1, 1, 55), ConvAlgo::Lanes);
+    assert_eq!(choose(32, 128, 3, 1, 1, 27), ConvAlgo::Lanes);
+    assert_eq!(choose(48, 192, 3, 1, 1, 27), ConvAlgo::Winograd);
+    // 27 steps: fewer than `lanes::MIN_STEPS`; a 7×7 stem has 147.
     assert_eq!(choose(3, 64, 3, 1, 1, 224), ConvAlgo::Direct);
+    assert_eq!(choose(3, 64, 7, 2, 3, 224), ConvAlgo::Lanes);
+    // 1×1 convs stay on the direct path, strided or not.
     assert_eq!(choose(64, 256, 1, 1, 0, 56), ConvAlgo::Direct);
-    assert_eq!(choose(64, 64, 3, 2, 1, 56), ConvAlgo::Direct);
-    assert_eq!(choose(64, 64, 3, 1, 2, 56), ConvAlgo::Direct);
+    assert_eq!(choose(256, 512, 1, 2, 0, 56), ConvAlgo::Direct);
+    assert_eq!(choose(64, 64, 3, 2, 1, 56), ConvAlgo::Lanes);
+    assert_eq!(choose(64, 64, 3, 1, 2, 56), ConvAlgo::Lanes);
     // AlexNet's `conv2`: 14×14 tiles of F(2×2, 5×5); a 5×5 conv with padding 3 cannot.
     assert_eq!(choose(64, 192, 5, 1, 2, 27), ConvAlgo::Winograd5);
     assert_eq!(choose(64, 192, 5, 1, 3, 27), ConvAlgo::Direct);
-    assert_eq!(choose(64, 192, 5, 2, 2, 27), ConvAlgo::Direct);
+    assert_eq!(choose(64, 128, 5, 2, 2, 27), ConvAlgo::Lanes);
     let conv = Conv2d::new(
         Conv2dParams::new(3, 8, 3, 2, 1),
         Shape::new(3, 9, 9),
@@ -344,9 +353,9 @@ fn fused_activation_equals_conv_then_activation() {
     }
 }
 
-/// Which fused residuals can be read from the output: Winograd's always (its transforms
-/// write the output last), the direct path's when the reduction is one `kc` block; a conv
-/// that cannot must be given its residual.
+/// Which fused residuals can be read from the output: Winograd's and the channel-lanes
+/// path's always (they write the output last), the direct path's when the reduction is one
+/// `kc` block; a conv that cannot must be given its residual.
 #[test]
 fn residuals_in_place_where_the_output_still_holds_them() {
     let input = Shape::new(64, 8, 8);
@@ -354,7 +363,7 @@ fn residuals_in_place_where_the_output_still_holds_them() {
     for c in variants(&conv) {
         let kc = c.blocking.kc_for(64 * 9);
         let fused = c.with_residual(true);
-        let want = fused.algo().tile().is_some() || 64 * 9 <= kc;
+        let want = fused.algo() != ConvAlgo::Direct || 64 * 9 <= kc;
         assert_eq!(
             fused.in_place_input(),
             want,
@@ -599,7 +608,7 @@ fn gangs_of_every_width_are_bit_identical() {
                     .unwrap();
                     assert!(bits(&own.read().unwrap()) == bits(&want), "{what} in place");
                 }
-                let panels = p.out_channels.div_ceil(c.kernels.mr);
+                let panels = p.out_channels.div_ceil(c.channel_step());
                 let schedule = Schedule::choose(c.blocks(), panels, width, c.pack_cost());
                 let shared = schedule == Schedule::Shared;
                 assert_eq!(workspace.is_allocated(), shared, "{p:?} width {width}");
@@ -739,7 +748,10 @@ fn large_one_block_planes_are_cut_in_two() {
         (Conv2dParams::new(16, 64, 1, 1, 0), Shape::new(16, 30, 30)),
     ] {
         let (conv, _) = random_conv(p, input, 3);
-        for c in variants(&conv) {
+        for c in variants(&conv)
+            .into_iter()
+            .filter(|c| c.algo() == ConvAlgo::Direct)
+        {
             let panels = c.out_shape().plane().div_ceil(c.kernels.nr);
             let kdim = p.weight_len() / p.out_channels;
             let fits_one = c.blocking.whole_columns(kdim, c.kernels.nr) >= panels * c.kernels.nr;

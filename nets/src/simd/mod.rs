@@ -26,6 +26,7 @@ use std::sync::OnceLock;
 
 use crate::activation::Activation;
 use crate::conv::depthwise::{Blocked, Channels};
+use crate::conv::lanes::Call as LanesCall;
 use crate::conv::winograd::{Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
@@ -349,6 +350,13 @@ pub(crate) type DepthwiseFn = unsafe fn(&Channels<'_>, &mut [f32], &mut [f32], &
 /// [`Kernels::depthwise_blocked`] checks them.
 pub(crate) type DepthwiseBlockedFn = unsafe fn(&Blocked<'_>, &mut [f32], &mut [f32]);
 
+/// The channel-lanes conv kernel of [`Kernels::lanes_conv`], compiled for the table's ISA.
+///
+/// # Safety
+/// The CPU runs the kernel's ISA; the call and the output are as [`Kernels::lanes_conv`]
+/// checks them.
+pub(crate) type LanesConvFn = unsafe fn(&LanesCall<'_>, &mut MatMut<'_>);
+
 /// Arguments of one micro-kernel call (see [`GemmFn`]).
 #[derive(Debug)]
 pub(crate) struct RawTile {
@@ -456,6 +464,10 @@ pub struct Kernels {
     pub(crate) depthwise_blocked: DepthwiseBlockedFn,
     /// Channels a vector of the channel-blocked depthwise kernel holds.
     pub depthwise_lanes: usize,
+    /// The channel-lanes conv of a run of pixels ([`crate::conv::lanes`]).
+    pub(crate) lanes_conv: LanesConvFn,
+    /// Output channels of a channel-lanes tile: its weight panels' width.
+    pub lanes_oc: usize,
 }
 
 /// The last-`kc`-block epilogue, applied in registers before the store: per row
@@ -1064,6 +1076,67 @@ impl Kernels {
         // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the checks above are the
         // function's contract (`DepthwiseBlockedFn`).
         unsafe { (self.depthwise_blocked)(b, work, dst) }
+    }
+
+    /// The channel-lanes conv ([`crate::conv::lanes`]) of `call`'s output channels and
+    /// pixels into `out` (those channels × pixels).
+    ///
+    /// # Panics
+    /// If a pixel's window reaches outside `call.x` (or starts above it), the weights do
+    /// not hold every panel of the channels, the bias is short, or the residual or `out`
+    /// do not have the channels × pixels (caller bugs).
+    pub(crate) fn lanes_conv(&self, call: &LanesCall<'_>, out: &mut MatMut<'_>) {
+        let (rows, cols) = (out.rows(), out.cols());
+        assert_eq!(
+            cols,
+            call.pixels.len(),
+            "conv lanes: {cols} columns for {:?}",
+            call.pixels
+        );
+        if rows == 0 || cols == 0 {
+            return;
+        }
+        let (first, last) = (call.pixels.start, call.pixels.end - 1);
+        let (sy, sx) = call.stride;
+        assert!(
+            call.ow > 0 && sy > 0 && sx > 0 && (call.ow - 1) * sx < call.wp,
+            "conv lanes: output rows of {} at stride {:?} in padded rows of {}",
+            call.ow,
+            call.stride,
+            call.wp
+        );
+        let reach = call.steps.iter().max().map_or(0, |&s| s as usize);
+        assert!(
+            first / call.ow * sy >= call.top && call.base(last) + reach < call.x.len(),
+            "conv lanes: pixels {:?} read past the {} floats of the block",
+            call.pixels,
+            call.x.len()
+        );
+        let (oc, k) = (self.lanes_oc, call.steps.len());
+        let panels = (call.skip + rows).div_ceil(oc);
+        assert!(
+            call.skip < oc && call.weights.len() >= panels * k * oc,
+            "conv lanes: {} weights for {panels} panels of {k} steps",
+            call.weights.len()
+        );
+        let e = call.epilogue;
+        assert!(
+            e.bias.len() >= rows,
+            "conv lanes: {} biases for {rows} channels",
+            e.bias.len()
+        );
+        if let Residual::From(r) = e.residual {
+            assert!(
+                r.rows() >= rows && r.cols() >= cols,
+                "conv lanes: a {}×{} residual for {rows}×{cols}",
+                r.rows(),
+                r.cols()
+            );
+        }
+        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the checks above are the
+        // function's contract (`LanesConvFn`): windows grow with the pixel, so the last
+        // one's reach bounds them all, and the first starts at or below `top`.
+        unsafe { (self.lanes_conv)(call, out) }
     }
 
     /// Runs `iters` rounds of the FMA-throughput probe; returns the floating-point

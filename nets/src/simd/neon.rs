@@ -113,7 +113,8 @@ isa_kernels!(
     mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
     zero = zero, load = vld1q_f32, store = vst1q_f32, set1 = vdupq_n_f32,
     fma = fma, add = vaddq_f32, max = max, min = min, leaky = leaky, prefetch = prefetch,
-    interleave = interleave, load_t = load_t, max_3x3_s2 = None
+    interleave = interleave, load_t = load_t, max_3x3_s2 = None,
+    lanes_conv = (4, 6)
 );
 
 pub(super) static NEON: Kernels = table!(Isa::Neon, neon, 8, 3);

@@ -34,6 +34,8 @@ pub(super) static PORTABLE: Kernels = Kernels {
     depthwise,
     depthwise_blocked: blocked::depthwise_blocked,
     depthwise_lanes: blocked::DEPTHWISE_LANES,
+    lanes_conv: blocked::lanes_conv,
+    lanes_oc: blocked::LANES_OC,
 };
 
 /// Floats per vector the portable depthwise kernel's blocks assume: the baseline's
@@ -84,6 +86,10 @@ mod blocked {
         [x; 4]
     }
 
+    fn add(a: V, b: V) -> V {
+        std::array::from_fn(|i| a[i] + b[i])
+    }
+
     /// `a·b + c`, two roundings (as the portable path's other kernels).
     fn fma(a: V, b: V, c: V) -> V {
         std::array::from_fn(|i| a[i] * b[i] + c[i])
@@ -121,6 +127,24 @@ mod blocked {
         store = store,
         set1 = set1,
         fma = fma,
+        max = max,
+        min = min,
+        leaky = leaky,
+        load_t = load_t
+    );
+
+    lanes_conv!(
+        attr = {},
+        V,
+        lanes = 4,
+        vectors = 2,
+        pixels = 4,
+        zero = zero,
+        load = load,
+        store = store,
+        set1 = set1,
+        fma = fma,
+        add = add,
         max = max,
         min = min,
         leaky = leaky,

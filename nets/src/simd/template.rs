@@ -67,6 +67,184 @@ macro_rules! with_vector_activation {
     };
 }
 
+/// Generates the channel-lanes conv kernel (`crate::conv::lanes`) in the module that
+/// invokes it, for the vector type `$v` of `$lanes` floats: `lanes_conv` (a
+/// [`super::LanesConvFn`]) and `LANES_OC`, with the attributes `$attr` (the ISA's
+/// `target_feature`, none on the portable path). A tile is `$vectors` vectors of output
+/// channels by `$pixels` output pixels: `$vectors · $pixels` accumulators. The operations
+/// are [`isa_kernels!`]'s.
+macro_rules! lanes_conv {
+    (
+        attr = { $(#[$attr:meta])* }, $v:ty, lanes = $lanes:expr, vectors = $nv:expr,
+        pixels = $px:expr, zero = $zero:ident, load = $load:ident, store = $store:ident,
+        set1 = $set1:ident, fma = $fma:ident, add = $add:ident, max = $max:ident,
+        min = $min:ident, leaky = $leaky:ident, load_t = $load_t:ident
+    ) => {
+        /// Output channels of a channel-lanes tile: the width of its weight panels.
+        pub(crate) const LANES_OC: usize = $nv * $lanes;
+
+        /// The channel-lanes conv of `call`'s pixels into `out` (its channels × pixels):
+        /// per weight panel, tiles of consecutive pixels, each output one FMA chain over
+        /// the steps in order, then `+ bias`, `+ residual` and the activation
+        /// ([`crate::Epilogue`]'s order) before the tile's outputs are stored transposed,
+        /// a row of pixels per channel. Without a residual the bias and the activation
+        /// run on the vectors; with one, the residual and the activation run in scalar
+        /// code as the outputs are stored (the same operations, so the same bits).
+        ///
+        /// # Safety
+        /// The CPU has the target features; `call` and `out` are as
+        /// [`Kernels::lanes_conv`](crate::simd::Kernels::lanes_conv) checks them.
+        $(#[$attr])*
+        pub(crate) unsafe fn lanes_conv(
+            call: &crate::conv::lanes::Call<'_>,
+            out: &mut $crate::simd::MatMut<'_>,
+        ) {
+            const OC: usize = LANES_OC;
+            const PX: usize = $px;
+            const NV: usize = $nv;
+            let (k, rows, cols, ldo) = (call.steps.len(), out.rows(), out.cols(), out.ld());
+            let (o, x, e) = (out.as_mut_ptr(), call.x.as_ptr(), call.epilogue);
+            // The residual's first element and row stride; null: none.
+            let (res, ldr) = match e.residual {
+                $crate::simd::Residual::None => (std::ptr::null(), 0),
+                $crate::simd::Residual::From(m) => (m.as_ptr(), m.ld()),
+                $crate::simd::Residual::InPlace => (o.cast_const(), ldo),
+            };
+            let panels = (call.skip + rows).div_ceil(OC);
+            let (ow, (sy, sx)) = (call.ow, call.stride);
+            // SAFETY: (whole body) every window read lies in `call.x`, every panel's
+            // `k · OC` weights in `call.weights`, every row stored (and its bias and
+            // residual) in `out`'s `rows` rows and `call.pixels.len()` columns (the
+            // contract, which `Kernels::lanes_conv` checks); a whole-vector store only
+            // where its columns are inside them (`room`), and the transposed loads read
+            // whole vectors of a tile row `t[i]`, `OC` floats.
+            unsafe {
+                for panel in 0..panels {
+                    let weights = call.weights.as_ptr().add(panel * k * OC);
+                    // This panel's lanes that are rows of `out`, and their biases (zero in
+                    // the others).
+                    let first = call.skip.saturating_sub(panel * OC);
+                    let last = (call.skip + rows - panel * OC).min(OC);
+                    let mut bias = [0.0f32; OC];
+                    for lane in first..last {
+                        bias[lane] = e.bias[panel * OC + lane - call.skip];
+                    }
+                    let mut bias_v = [$zero(); NV];
+                    for (j, b) in bias_v.iter_mut().enumerate() {
+                        *b = $load(bias.as_ptr().add(j * $lanes));
+                    }
+                    let mut p = call.pixels.start;
+                    // Pixel `p`'s output row and column, stepped along (no division per
+                    // tile).
+                    let (mut oy, mut ox) = (p / ow, p % ow);
+                    while p < call.pixels.end {
+                        let n = (call.pixels.end - p).min(PX);
+                        // Lanes past the run's pixels read its last pixel again; their
+                        // outputs are never stored.
+                        let mut win = [x; PX];
+                        let (mut y, mut c) = (oy, ox);
+                        for (i, w) in win.iter_mut().enumerate() {
+                            *w = x.add((y * sy - call.top) * call.wp + c * sx);
+                            if i + 1 < n {
+                                c += 1;
+                                if c == ow {
+                                    (y, c) = (y + 1, 0);
+                                }
+                            }
+                        }
+                        ox += n;
+                        while ox >= ow {
+                            (oy, ox) = (oy + 1, ox - ow);
+                        }
+                        let mut acc = [[$zero(); NV]; PX];
+                        let mut wp = weights;
+                        for &s in call.steps {
+                            let s = s as usize;
+                            let mut wv = [$zero(); NV];
+                            for (j, w) in wv.iter_mut().enumerate() {
+                                *w = $load(wp.add(j * $lanes));
+                            }
+                            wp = wp.add(OC);
+                            for i in 0..PX {
+                                let b = $set1(*win[i].add(s));
+                                for j in 0..NV {
+                                    acc[i][j] = $fma(b, wv[j], acc[i][j]);
+                                }
+                            }
+                        }
+                        for row in acc.iter_mut() {
+                            for (v, &b) in row.iter_mut().zip(&bias_v) {
+                                *v = $add(*v, b);
+                            }
+                        }
+                        if res.is_null() {
+                            with_vector_activation!(
+                                e.act,
+                                ($v, $zero, $set1, $max, $min, $leaky),
+                                |act| {
+                                    for row in acc.iter_mut() {
+                                        for v in row.iter_mut() {
+                                            *v = act(*v);
+                                        }
+                                    }
+                                }
+                            );
+                        }
+                        let mut t = [[0.0f32; OC]; PX];
+                        for (i, row) in acc.iter().enumerate() {
+                            for (j, &v) in row.iter().enumerate() {
+                                $store(t[i].as_mut_ptr().add(j * $lanes), v);
+                            }
+                        }
+                        let col = p - call.pixels.start;
+                        if res.is_null() {
+                            // Transposed a vector of pixels at a time, stored whole where
+                            // the run goes on past it: lanes past the tile's pixels land
+                            // on the next tile's, which overwrites them.
+                            let room = cols - col;
+                            for g in (0..n).step_by($lanes) {
+                                for j in (first / $lanes)..last.div_ceil($lanes) {
+                                    let src: [*const f32; $lanes] = std::array::from_fn(|l| {
+                                        t[(g + l).min(PX - 1)].as_ptr().add(j * $lanes)
+                                    });
+                                    let vs = $load_t(&src);
+                                    for (l, &v) in vs.iter().enumerate() {
+                                        let lane = j * $lanes + l;
+                                        if lane < first || lane >= last {
+                                            continue;
+                                        }
+                                        let row = panel * OC + lane - call.skip;
+                                        let dst = o.add(row * ldo + col + g);
+                                        if g + $lanes <= room {
+                                            $store(dst, v);
+                                        } else {
+                                            let mut part = [0.0f32; $lanes];
+                                            $store(part.as_mut_ptr(), v);
+                                            for (i, &x) in part.iter().enumerate().take(n - g) {
+                                                *dst.add(i) = x;
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        } else {
+                            for lane in first..last {
+                                let row = panel * OC + lane - call.skip;
+                                let dst = o.add(row * ldo + col);
+                                let r = res.add(row * ldr + col);
+                                for (i, ti) in t.iter().enumerate().take(n) {
+                                    *dst.add(i) = e.act.apply(ti[lane] + *r.add(i));
+                                }
+                            }
+                        }
+                        p += n;
+                    }
+                }
+            }
+        }
+    };
+}
+
 /// Generates the channel-blocked depthwise convolution (`crate::conv::depthwise`'s
 /// "Channel blocks") in the module that invokes it, for the vector type `$v` of `$lanes`
 /// floats: `depthwise_blocked` (a [`super::DepthwiseBlockedFn`]) and its helpers, each
@@ -622,7 +800,8 @@ macro_rules! isa_kernels {
         zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
         fma = $fma:ident, add = $add:ident, max = $max:ident, min = $min:ident,
         leaky = $leaky:ident, prefetch = $prefetch:ident, interleave = $interleave:ident,
-        load_t = $load_t:ident, max_3x3_s2 = $max3:expr
+        load_t = $load_t:ident, max_3x3_s2 = $max3:expr,
+        lanes_conv = ($lcv:expr, $lcp:expr)
     ) => {
         pub(super) mod $m {
             use super::*;
@@ -633,6 +812,13 @@ macro_rules! isa_kernels {
                 attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
                 zero = $zero, load = $load, store = $store, set1 = $set1, fma = $fma,
                 max = $max, min = $min, leaky = $leaky, load_t = $load_t
+            );
+
+            lanes_conv!(
+                attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
+                vectors = $lcv, pixels = $lcp, zero = $zero, load = $load, store = $store,
+                set1 = $set1, fma = $fma, add = $add, max = $max, min = $min, leaky = $leaky,
+                load_t = $load_t
             );
 
             pub(crate) const MAX_3X3_S2: Option<$crate::simd::MaxPool3x3Fn> = $max3;
@@ -1280,6 +1466,8 @@ macro_rules! table {
             depthwise: $m::depthwise,
             depthwise_blocked: $m::depthwise_blocked,
             depthwise_lanes: $m::DEPTHWISE_LANES,
+            lanes_conv: $m::lanes_conv,
+            lanes_oc: $m::LANES_OC,
         }
     };
 }

@@ -1160,3 +1160,81 @@ fn max_pool_3x3_s2_kernels_match_the_separable_route() {
         }
     }
 }
+
+/// The channel-lanes conv kernel of every ISA ([`Kernels::lanes_conv`], through
+/// `conv::lanes`): a layer small enough for Miri, with more channels than one panel and a
+/// plane whose tiles end part-way, at strides 1 and 2: against the reference; output
+/// channels computed from inside a panel (a chunk) keep the bits of the whole layer; a fused
+/// residual given apart and read from the output in place give the same bits as the add
+/// after the conv.
+#[test]
+fn lanes_conv_matches_reference() {
+    use crate::activation::Activation;
+    use crate::conv::{Conv2d, Conv2dParams, ConvAlgo};
+    use crate::kernel::{Kernel, Scratch};
+    use crate::naive;
+    use crate::tensor::Shape;
+    use crate::test_util::{abs, assert_close, bits, random_vec};
+    for (stride, side) in [(1, 5), (2, 7)] {
+        let p = Conv2dParams::new(3, 20, 3, stride, 1).with_act(Activation::Relu);
+        let input = Shape::new(3, side, side);
+        let (w, b, x) = (
+            random_vec(p.weight_len(), 1),
+            random_vec(20, 2),
+            random_vec(input.len(), 3),
+        );
+        let want = naive::conv2d(&p, input, &x, &w, &b);
+        let scale = naive::conv2d(
+            &p.with_act(Activation::None),
+            input,
+            &abs(&x),
+            &abs(&w),
+            &abs(&b),
+        );
+        for k in tables() {
+            let conv = Conv2d::with_options(
+                p,
+                input,
+                w.clone(),
+                Some(b.clone()),
+                Some(ConvAlgo::Lanes),
+                k.isa,
+            )
+            .unwrap();
+            let what = format!("stride {stride} {}", k.isa);
+            let got = conv.forward(&[&x], &mut Scratch::new());
+            assert_close(&got, &want, &scale, crate::test_util::TOL, &what);
+            // Chunks of 4 channels: the second starts inside a panel (of 8 or more).
+            for chunk in [1, conv.plan().count() - 1] {
+                let range = conv.output_range(chunk..chunk + 1);
+                let mut part = vec![f32::NAN; range.len()];
+                conv.compute_chunks(&[&x], chunk..chunk + 1, &mut part, &mut Scratch::new());
+                assert_eq!(bits(&part), bits(&got[range]), "{what} chunk {chunk}");
+            }
+            // A fused residual, apart and in place.
+            let plain = Conv2d::with_options(
+                p.with_act(Activation::None),
+                input,
+                w.clone(),
+                Some(b.clone()),
+                Some(ConvAlgo::Lanes),
+                k.isa,
+            )
+            .unwrap();
+            let r = random_vec(got.len(), 4);
+            let sum: Vec<f32> = plain
+                .forward(&[&x], &mut Scratch::new())
+                .iter()
+                .zip(&r)
+                .map(|(&y, &r)| Activation::Relu.apply(y + r))
+                .collect();
+            let fused = conv.clone().with_residual(true);
+            let apart = fused.forward(&[&x, &r], &mut Scratch::new());
+            assert_eq!(bits(&apart), bits(&sum), "{what} residual");
+            let mut own = r.clone();
+            let chunks = 0..fused.plan().count();
+            fused.compute_chunks(&[&x], chunks, &mut own, &mut Scratch::new());
+            assert_eq!(bits(&own), bits(&sum), "{what} residual in place");
+        }
+    }
+}

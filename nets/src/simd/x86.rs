@@ -404,7 +404,8 @@ isa_kernels!(
     zero = _mm256_setzero_ps, load = _mm256_loadu_ps, store = _mm256_storeu_ps,
     set1 = _mm256_set1_ps, fma = _mm256_fmadd_ps, add = _mm256_add_ps, max = _mm256_max_ps,
     min = _mm256_min_ps, leaky = leaky_avx2, prefetch = prefetch, interleave = interleave_avx2,
-    load_t = load_t_avx2, max_3x3_s2 = Some(max_3x3_s2_avx2)
+    load_t = load_t_avx2, max_3x3_s2 = Some(max_3x3_s2_avx2),
+    lanes_conv = (2, 6)
 );
 
 isa_kernels!(
@@ -412,7 +413,8 @@ isa_kernels!(
     zero = _mm512_setzero_ps, load = _mm512_loadu_ps, store = _mm512_storeu_ps,
     set1 = _mm512_set1_ps, fma = _mm512_fmadd_ps, add = _mm512_add_ps, max = _mm512_max_ps,
     min = _mm512_min_ps, leaky = leaky_avx512, prefetch = prefetch, interleave = interleave_avx512,
-    load_t = load_t_avx512, max_3x3_s2 = Some(max_3x3_s2_avx512)
+    load_t = load_t_avx512, max_3x3_s2 = Some(max_3x3_s2_avx512),
+    lanes_conv = (2, 12)
 );
 
 pub(super) static AVX2: Kernels = table!(Isa::Avx2, avx2, 6, 2);
