@@ -30,9 +30,14 @@
 //! 27×27: 0.97 against 1.25 ms).
 //!
 //! [`pays_off`] comes from the layers of frames (`frame --net NET --width 1 --profile`,
-//! this path against the direct one, same VM): it lost where a tile has few steps
-//! (VGG16's `conv1_1`, 27 steps: 3.71–3.79 ms against 2.81–2.88; SqueezeNet's first conv
-//! 0.80–0.82 against 0.74–0.77), on 1×1 stride-2 convs (ResNet50's downsamples: 3.33,
+//! this path against the direct one, same VM): it lost where a tile has few steps at
+//! stride 1 (VGG16's `conv1_1`, 27 steps: 3.71–3.79 ms against 2.81–2.88, and 4.54–4.75
+//! against 3.61–3.95 with the vector store) but won on the 27-step stride-2 stems, where
+//! im2col gathers every other column (with the vector store: MobileNetV2's 0.43–0.47
+//! against 0.48–0.52, MobileNet V1's 0.42–0.46 against 0.46, SqueezeNet's 0.73–0.76
+//! against 0.75–0.81; Tiny YOLOv2's stride-1 `3 → 16` on 416×416 also ran faster, 3.55
+//! and 3.88 against 4.54 and 5.34, in a noisy minute, and is left to im2col by the rule);
+//! it lost on 1×1 stride-2 convs (ResNet50's downsamples: 3.33,
 //! 3.06 and 4.19 against 2.35, 2.50 and 2.61; their padded copy holds the skipped rows
 //! and columns too, so it is cut into many blocks that each read all the weights) and
 //! where the weights are large (ResNet50's `layer4.0.conv2`, 9.4 MB: 3.90 against 2.95;
@@ -52,7 +57,8 @@ use crate::simd::{Kernels, MatMut};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, split_range};
 
-/// Fewest reduction steps (`C·kh·kw`) for [`pays_off`] (module docs: 27 lost, 144 won).
+/// Fewest reduction steps (`C·kh·kw`) for [`pays_off`] at stride 1 (module docs: 27
+/// lost, 144 won).
 pub const MIN_STEPS: usize = 128;
 
 /// Most bytes of weights for [`pays_off`] (module docs: 590 KB won, 1.8 MB and more lost
@@ -60,12 +66,13 @@ pub const MIN_STEPS: usize = 128;
 pub const MAX_WEIGHT_BYTES: usize = 1 << 20;
 
 /// Whether the channel-lanes path should run `p` where Winograd does not (module docs): a
-/// kernel larger than 1×1, at least [`MIN_STEPS`] steps, at most [`MAX_WEIGHT_BYTES`] of
-/// weights.
+/// kernel larger than 1×1 with at least [`MIN_STEPS`] steps or a stride above 1 (where
+/// im2col gathers every other column), and at most [`MAX_WEIGHT_BYTES`] of weights.
 pub fn pays_off(p: &Conv2dParams) -> bool {
     let (kh, kw) = p.kernel;
+    let strided = p.stride.0 > 1 || p.stride.1 > 1;
     kh * kw > 1
-        && p.in_channels * kh * kw >= MIN_STEPS
+        && (p.in_channels * kh * kw >= MIN_STEPS || strided)
         && p.weight_len() * std::mem::size_of::<f32>() <= MAX_WEIGHT_BYTES
 }
 

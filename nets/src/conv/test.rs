@@ -130,8 +130,10 @@ fn algorithm_order() {
     assert_eq!(choose(16, 64, 3, 1, 1, 55), ConvAlgo::Lanes);
     assert_eq!(choose(32, 128, 3, 1, 1, 27), ConvAlgo::Lanes);
     assert_eq!(choose(48, 192, 3, 1, 1, 27), ConvAlgo::Winograd);
-    // 27 steps: fewer than `lanes::MIN_STEPS`; a 7×7 stem has 147.
+    // 27 steps: fewer than `lanes::MIN_STEPS`, so at stride 1 im2col; a stride of 2, or a
+    // 7×7 stem's 147 steps, take channel lanes.
     assert_eq!(choose(3, 64, 3, 1, 1, 224), ConvAlgo::Direct);
+    assert_eq!(choose(3, 64, 3, 2, 0, 224), ConvAlgo::Lanes);
     assert_eq!(choose(3, 64, 7, 2, 3, 224), ConvAlgo::Lanes);
     // 1×1 convs stay on the direct path, strided or not.
     assert_eq!(choose(64, 256, 1, 1, 0, 56), ConvAlgo::Direct);
