@@ -52,7 +52,9 @@ use taopipe::live::report::{
 };
 use taopipe::live::{allowed_places, widest_place};
 use taopipe::nets::onnx::OnnxNet;
-use taopipe::nets::{BuildOptions, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights};
+use taopipe::nets::{
+    BuildOptions, ConvAlgo, Isa, LayerTime, Model, RandomWeights, SafetensorsFile, Weights,
+};
 use taopipe::runtime::{Place, Runtime};
 
 use common::interrupt::Interrupt;
@@ -109,7 +111,8 @@ struct Cli {
     check: bool,
     /// Convolution algorithms: `auto` (Winograd F(4×4,3×3), F(2×2,3×3) or F(2×2,5×5) where
     /// it pays off, else the channel-lanes direct conv where that does, else im2col and the
-    /// GEMM) or `direct` (im2col and the GEMM everywhere, for A/B runs).
+    /// GEMM), `direct` (im2col and the GEMM everywhere) or `lanes` (the channel-lanes conv
+    /// everywhere), the last two for A/B runs.
     #[arg(long, value_enum, default_value_t = ConvChoice::Auto)]
     conv: ConvChoice,
     /// Give every layer an output buffer of its own instead of the memory plan's shared
@@ -220,6 +223,7 @@ fn frame_place(rt: &Runtime, width: Option<usize>) -> anyhow::Result<Place> {
 enum ConvChoice {
     Auto,
     Direct,
+    Lanes,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -265,7 +269,11 @@ fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let options = BuildOptions {
         isa: Some(isa),
-        direct_only: cli.conv == ConvChoice::Direct,
+        conv: match cli.conv {
+            ConvChoice::Auto => None,
+            ConvChoice::Direct => Some(ConvAlgo::Direct),
+            ConvChoice::Lanes => Some(ConvAlgo::Lanes),
+        },
         keep_outputs: cli.keep_outputs,
     };
     let model = Model::build_with(spec, weights.as_ref(), &options)

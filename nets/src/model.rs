@@ -46,10 +46,11 @@ pub struct BuildOptions {
     /// The instruction-set path; `None`: [`Isa::current`] (`TAOPIPE_ISA`, else the best
     /// this CPU has).
     pub isa: Option<Isa>,
-    /// Every convolution on the direct path, no Winograd: for A/B runs, and for users who
-    /// want the direct path's rounding (Winograd's error is bounded in
-    /// [`crate::conv::winograd`], but larger).
-    pub direct_only: bool,
+    /// Every convolution with this algorithm where it applies, the others as
+    /// [`ConvAlgo::choose`] picks; `None`: every one as it picks. For A/B runs, and for
+    /// users who want a direct conv's rounding (`Some(ConvAlgo::Direct)`: no Winograd,
+    /// whose error is bounded in [`crate::conv::winograd`], but larger).
+    pub conv: Option<ConvAlgo>,
     /// Give every layer an output buffer of its own, so that [`Frame::layer_output`] has
     /// every layer's tensor after the frame ran. By default layers take over the buffers
     /// of tensors already read (see [`crate::memory_plan`]), which keeps a frame's
@@ -231,7 +232,8 @@ impl Model {
     /// ```
     /// use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
     /// let spec = zoo::by_name("synth1").expect("a zoo net")?;
-    /// let direct = BuildOptions { direct_only: true, ..BuildOptions::default() };
+    /// use taopipe_nets::ConvAlgo;
+    /// let direct = BuildOptions { conv: Some(ConvAlgo::Direct), ..BuildOptions::default() };
     /// let model = Model::build_with(spec, &RandomWeights { seed: 1 }, &direct)?;
     /// assert!(model.flops() > 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -303,7 +305,7 @@ impl Model {
                             act,
                         },
                         bn.map(|b| &layers[b]),
-                        (isa, options.direct_only.then_some(ConvAlgo::Direct)),
+                        (isa, options.conv),
                         residual.is_some(),
                     )?;
                     steps.push(Step::Run {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use taopipe_dsl::{LayerKind, NetSpec, Source, net};
 use taopipe_nets::{
-    Activate, Activation, Add, Affine, BatchNorm, BuildOptions, Conv2d, Conv2dParams,
+    Activate, Activation, Add, Affine, BatchNorm, BuildOptions, Conv2d, Conv2dParams, ConvAlgo,
     GlobalAvgPool, GroupedConv2d, Init, Kernel, Linear, Model, RandomWeights, SafetensorsFile,
     Scratch, Shape, Weights, torch_name, zoo,
 };
@@ -155,10 +155,10 @@ fn an_all_nan_frame_gives_an_all_nan_output() {
     let rt = Runtime::builder().workers(2).build().expect("runtime");
     for spec in [zoo::synth1().expect("synth1"), small_resnet()] {
         for isa in Isa::available() {
-            for direct_only in [false, true] {
+            for conv in [None, Some(ConvAlgo::Direct), Some(ConvAlgo::Lanes)] {
                 let options = BuildOptions {
                     isa: Some(isa),
-                    direct_only,
+                    conv,
                     ..BuildOptions::default()
                 };
                 let model = Model::build_with(spec.clone(), &RandomWeights { seed: 3 }, &options)
@@ -169,7 +169,7 @@ fn an_all_nan_frame_gives_an_all_nan_output() {
                         .expect("runs");
                     assert!(
                         !out.is_empty() && out.iter().all(|v| v.is_nan()),
-                        "{} {isa} direct_only {direct_only} width {width}: {:?}",
+                        "{} {isa} conv {conv:?} width {width}: {:?}",
                         spec.name(),
                         &out[..out.len().min(8)]
                     );

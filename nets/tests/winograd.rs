@@ -3,7 +3,7 @@
 //! outputs within the documented error bound, with every 3×3 (and AlexNet's 5×5)
 //! convolution on Winograd or on the direct path.
 
-use taopipe_nets::{BuildOptions, Model, RandomWeights, zoo};
+use taopipe_nets::{BuildOptions, ConvAlgo, Model, RandomWeights, zoo};
 use taopipe_runtime::{Place, Runtime};
 
 fn top5(v: &[f32]) -> Vec<usize> {
@@ -25,7 +25,7 @@ fn compare(net: &str) {
     let weights = RandomWeights { seed: 7 };
     let spec = zoo::by_name(net).expect("a zoo net").expect("builds");
     let direct = BuildOptions {
-        direct_only: true,
+        conv: Some(ConvAlgo::Direct),
         ..BuildOptions::default()
     };
     let fast = Model::build(spec.clone(), &weights).expect("model");

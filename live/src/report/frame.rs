@@ -38,8 +38,10 @@ pub struct FrameReport {
     pub place: String,
     /// `random` (seeded random weights) or the weights file's path.
     pub weights: String,
-    /// The convolution algorithms: `auto` (Winograd where it pays off, else direct) or
-    /// `direct` ([`BuildOptions::direct_only`]).
+    /// The convolution algorithms: `auto` (as `ConvAlgo::choose` picks) or the name of the
+    /// one forced where it applies, `direct` or `lanes` ([`BuildOptions::conv`]).
+    ///
+    /// [`BuildOptions::conv`]: taopipe_nets::BuildOptions::conv
     pub conv: String,
     /// Whether every layer kept an output buffer of its own ([`BuildOptions::keep_outputs`]).
     pub keep_outputs: bool,
@@ -242,12 +244,7 @@ impl FrameReport {
             width: place.width(),
             place: place.to_string(),
             weights: "random".into(),
-            conv: if options.direct_only {
-                "direct"
-            } else {
-                "auto"
-            }
-            .into(),
+            conv: options.conv.map_or("auto", |a| a.name()).into(),
             keep_outputs: options.keep_outputs,
             input: "seeded".into(),
             frame_ms,
@@ -302,7 +299,7 @@ mod test {
         let model = Model::build(zoo::synth1().expect("synth1"), &RandomWeights { seed: 1 })
             .expect("model");
         let options = BuildOptions {
-            direct_only: true,
+            conv: Some(taopipe_nets::ConvAlgo::Direct),
             ..BuildOptions::default()
         };
         let output = [0.1, 3.0, -1.0, 3.0, 2.0, 0.5, 0.2];
