@@ -18,8 +18,9 @@
 //! with it: results are bit-identical for every width and cut.
 //!
 //! # When it runs
-//! [`ConvAlgo::choose`](super::ConvAlgo::choose) takes it where Winograd does not run
-//! ([`super::winograd::MIN_IN_CHANNELS`]) and [`pays_off`] says so. Against the direct
+//! [`ConvAlgo::choose`](super::ConvAlgo::choose) takes it on the AVX2 path
+//! ([`chosen_on`]), where Winograd does not run ([`super::winograd::MIN_IN_CHANNELS`]) and
+//! [`pays_off`] says so. Against the direct
 //! path (im2col and the GEMM) on a 2-core AMD EPYC Zen 3 VM (AVX2, best of many runs of
 //! one layer alone, a scratch benchmark with ReLU): SqueezeNet's `16 → 64` 3×3 on 55×55
 //! 0.603 ms (92.5 GFLOP/s) against 0.711 (78.4) and Winograd's 0.695; its `32 → 128` on
@@ -53,9 +54,25 @@ use std::ops::Range;
 use super::{Conv2dParams, Engine};
 use crate::cache::Blocking;
 use crate::gemm::BlockEpilogue;
-use crate::simd::{Kernels, MatMut};
+use crate::simd::{Isa, Kernels, MatMut};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, split_range};
+
+/// Whether [`ConvAlgo::choose`](super::ConvAlgo::choose) takes this path on `isa` at all
+/// (a decision, from measurements): on AVX2 only. On the 2-core AMD EPYC Zen 3 VM (AVX2)
+/// it won (module docs). On the 16-core x86-64 Linux machine (Intel Xeon, AVX-512;
+/// `frame --net NET --width 1 --profile`, two rounds taking turns with the build before)
+/// its AVX-512 instance lost on every SqueezeNet layer it took (the first conv 1.09–1.12
+/// ms against 0.68–0.70, the 55×55 expands 0.72–0.75 against 0.61–0.65, the 13×13 ones
+/// 0.61–0.65 against 0.49) and on GoogLeNet's stem (3.23–3.30 against 2.36–2.39), won only
+/// on its `16 → 32` 3×3 (0.103 against 0.196–0.198): SqueezeNet took 9.2–9.5 ms a frame
+/// against 8.2. There, forced to AVX2 (`TAOPIPE_ISA=avx2`), SqueezeNet took 11.0 ms
+/// against 10.6 (one run each). NEON is not measured (no aarch64 machine here): it keeps
+/// the rule from before this path. `--conv lanes` (`BuildOptions::conv`) runs it on any
+/// path.
+pub fn chosen_on(isa: Isa) -> bool {
+    isa == Isa::Avx2
+}
 
 /// Fewest reduction steps (`C·kh·kw`) for [`pays_off`] at stride 1 (module docs: 27
 /// lost, 144 won).
@@ -296,7 +313,6 @@ impl Engine for Lanes {
 mod tests {
     use super::*;
     use crate::cache::CacheSizes;
-    use crate::simd::Isa;
 
     fn lanes(p: Conv2dParams, input: Shape, l2: usize) -> Lanes {
         let kernels = Isa::Portable.kernels();

@@ -11,8 +11,10 @@
 //!    its measurements). [`ConvAlgo::Winograd5`] (F(2×2, 5×5)) likewise for 5×5, stride 1,
 //!    padding ≤ 2.
 //! 2. [`ConvAlgo::Lanes`] — a direct conv with the output channels in the vector lanes,
-//!    reading a padded copy of the input in place: kernels larger than 1×1 with enough
-//!    reduction steps and weights that stay in cache ([`lanes::pays_off`]).
+//!    reading a padded copy of the input in place: on the ISA paths where it measured
+//!    faster ([`lanes::chosen_on`]: AVX2), kernels larger than 1×1 with enough reduction
+//!    steps and weights that stay in cache ([`lanes::pays_off`]); there Winograd needs
+//!    [`winograd::MIN_IN_CHANNELS`].
 //! 3. [`ConvAlgo::Direct`] — everything else: im2col into the micro-kernel's panels, then
 //!    the blocked GEMM (a 1×1 stride-1 unpadded conv packs plain copies).
 //!
@@ -208,13 +210,18 @@ impl ConvAlgo {
         ConvAlgo::Direct,
     ];
 
-    /// The first case that applies to `p` on `input` (module doc).
-    pub fn choose(p: &Conv2dParams, input: Shape) -> ConvAlgo {
-        match winograd::pays_off(p, input) {
+    /// The first case that applies to `p` on `input` for the ISA path `isa` (module doc):
+    /// the channel-lanes path only where [`lanes::chosen_on`] `isa`, and there Winograd
+    /// only from [`winograd::MIN_IN_CHANNELS`] input channels.
+    pub fn choose(p: &Conv2dParams, input: Shape, isa: Isa) -> ConvAlgo {
+        let lanes = lanes::chosen_on(isa);
+        let tile = winograd::pays_off(p, input)
+            .filter(|_| !lanes || p.in_channels >= winograd::MIN_IN_CHANNELS);
+        match tile {
             Some(Tile::F4) => ConvAlgo::Winograd,
             Some(Tile::F2) => ConvAlgo::Winograd2,
             Some(Tile::F2K5) => ConvAlgo::Winograd5,
-            None if lanes::pays_off(p) => ConvAlgo::Lanes,
+            None if lanes && lanes::pays_off(p) => ConvAlgo::Lanes,
             None => ConvAlgo::Direct,
         }
     }
@@ -458,7 +465,7 @@ impl Conv2d {
             in_shape,
             weights,
             bias,
-            ConvAlgo::choose(&params, in_shape),
+            ConvAlgo::choose(&params, in_shape, isa),
             isa,
         )
     }
@@ -486,7 +493,7 @@ impl Conv2d {
                 });
             }
             Some(a) => a,
-            None => ConvAlgo::choose(&params, in_shape),
+            None => ConvAlgo::choose(&params, in_shape, isa),
         };
         Conv2d::build(params, in_shape, weights, bias, algo, isa)
     }

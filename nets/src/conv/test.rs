@@ -111,12 +111,24 @@ proptest! {
 
 #[test]
 fn algorithm_order() {
-    let choose = |c: usize, k: usize, kernel: usize, s: usize, p: usize, side: usize| {
+    let on = |isa: Isa, c: usize, k: usize, kernel: usize, s: usize, p: usize, side: usize| {
         ConvAlgo::choose(
             &Conv2dParams::new(c, k, kernel, s, p),
             Shape::new(c, side, side),
+            isa,
         )
     };
+    // Where the channel-lanes path is not chosen (`lanes::chosen_on`): Winograd from 16
+    // input channels, im2col for the rest.
+    for isa in [Isa::Avx512, Isa::Neon, Isa::Portable] {
+        assert_eq!(on(isa, 16, 64, 3, 1, 1, 55), ConvAlgo::Winograd);
+        assert_eq!(on(isa, 32, 128, 3, 1, 1, 27), ConvAlgo::Winograd);
+        assert_eq!(on(isa, 64, 256, 3, 1, 1, 13), ConvAlgo::Direct);
+        assert_eq!(on(isa, 3, 64, 7, 2, 3, 224), ConvAlgo::Direct);
+        assert_eq!(on(isa, 64, 192, 5, 1, 2, 27), ConvAlgo::Winograd5);
+    }
+    // On AVX2:
+    let choose = |c, k, kernel, s, p, side| on(Isa::Avx2, c, k, kernel, s, p, side);
     assert_eq!(choose(64, 64, 3, 1, 1, 56), ConvAlgo::Winograd);
     // F(4×4) makes 16 tiles of 14×14, F(2×2) 49; of 7×7, 4 and 16.
     assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd2);

@@ -32,8 +32,8 @@
 //! direct path; on the same shape with a 3×3 kernel, 1.7e-6 with F(4×4).
 //!
 //! # When it pays off, and which tiling
-//! [`pays_off`]: at least [`MIN_IN_CHANNELS`] input and [`MIN_CHANNELS`] output channels,
-//! then F(4×4) if it
+//! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels (where the
+//! channel-lanes path runs, [`MIN_IN_CHANNELS`] input channels), then F(4×4) if it
 //! makes at least [`MIN_TILES`] output tiles (one AVX-512 panel), else F(2×2) if that
 //! does (with at least [`MIN_CHANNELS_F2`] input channels), else the direct path; for a
 //! 5×5 kernel, F(2×2, 5×5) if it makes [`MIN_TILES`].
@@ -136,11 +136,12 @@ impl Tile {
     }
 }
 
-/// Fewest output channels for [`pays_off`].
+/// Fewest input and output channels for [`pays_off`].
 pub const MIN_CHANNELS: usize = 16;
 
-/// Fewest input channels for [`pays_off`] (a decision, from measurements): with fewer, the
-/// transforms cost more than they save against the channel-lanes path (`lanes.rs`, whose
+/// Fewest input channels for Winograd where the channel-lanes path runs
+/// ([`ConvAlgo::choose`](super::ConvAlgo::choose), a decision from measurements): with
+/// fewer, the transforms cost more than they save against it (`lanes.rs`, whose
 /// docs give the figures): SqueezeNet's `16 → 64` on 55×55 and `32 → 128` on 27×27 ran
 /// F(4×4) in 0.695 and 0.633 ms against 0.603 and 0.565, GoogLeNet's `32 → 96` on 28×28
 /// in 0.520 against 0.455; from 48 Winograd wins (`48 → 192` on 27×27 0.97 against 1.25,
@@ -201,7 +202,7 @@ pub const ERROR_BOUND: f64 = 2e-5;
 /// [`MIN_TILES`] tiles, else F(2×2) where that does; for a 5×5 kernel F(2×2, 5×5) where it
 /// does (module docs).
 pub fn pays_off(p: &Conv2dParams, input: Shape) -> Option<Tile> {
-    if p.in_channels < MIN_IN_CHANNELS || p.out_channels < MIN_CHANNELS {
+    if p.in_channels < MIN_CHANNELS || p.out_channels < MIN_CHANNELS {
         return None;
     }
     let o = p.out_shape(input).ok()?;
