@@ -222,7 +222,10 @@ pub(crate) fn run_if_selected() {
             of(ConvAlgo::Direct).expect("always applies"),
             of(ConvAlgo::Lanes).expect("always applies"),
         );
-        let winograd = runs.get(2).map(|r| r.gflops(layer.name));
+        let winograd = runs
+            .iter()
+            .find(|r| r.algo.tile().is_some())
+            .map(|r| r.gflops(layer.name));
         let fastest = of(chosen).expect("the chosen algorithm is run");
         flops_all += flops;
         for w in 0..2 {

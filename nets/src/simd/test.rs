@@ -1192,15 +1192,12 @@ fn lanes_conv_matches_reference() {
             &abs(&b),
         );
         for k in tables() {
-            let conv = Conv2d::with_options(
-                p,
-                input,
-                w.clone(),
-                Some(b.clone()),
-                Some(ConvAlgo::Lanes),
-                k.isa,
-            )
-            .unwrap();
+            let lanes = |act| {
+                let (w, b) = (w.clone(), Some(b.clone()));
+                Conv2d::with_options(p.with_act(act), input, w, b, Some(ConvAlgo::Lanes), k.isa)
+                    .unwrap()
+            };
+            let conv = lanes(Activation::Relu);
             let what = format!("stride {stride} {}", k.isa);
             let got = conv.forward(&[&x], &mut Scratch::new());
             assert_close(&got, &want, &scale, crate::test_util::TOL, &what);
@@ -1212,15 +1209,7 @@ fn lanes_conv_matches_reference() {
                 assert_eq!(bits(&part), bits(&got[range]), "{what} chunk {chunk}");
             }
             // A fused residual, apart and in place.
-            let plain = Conv2d::with_options(
-                p.with_act(Activation::None),
-                input,
-                w.clone(),
-                Some(b.clone()),
-                Some(ConvAlgo::Lanes),
-                k.isa,
-            )
-            .unwrap();
+            let plain = lanes(Activation::None);
             let r = random_vec(got.len(), 4);
             let sum: Vec<f32> = plain
                 .forward(&[&x], &mut Scratch::new())
