@@ -111,8 +111,9 @@ struct Cli {
     check: bool,
     /// Convolution algorithms: `auto` (Winograd F(4×4,3×3), F(2×2,3×3) or F(2×2,5×5) where
     /// it pays off, else the channel-lanes direct conv where that does, else im2col and the
-    /// GEMM), `direct` (im2col and the GEMM everywhere) or `lanes` (the channel-lanes conv
-    /// everywhere), the last two for A/B runs.
+    /// GEMM), `direct` (im2col and the GEMM everywhere), `lanes` (the channel-lanes conv
+    /// everywhere) or `winograd` (F(4×4,3×3) on every 3×3 stride-1 conv), the last three
+    /// for A/B runs.
     #[arg(long, value_enum, default_value_t = ConvChoice::Auto)]
     conv: ConvChoice,
     /// Give every layer an output buffer of its own instead of the memory plan's shared
@@ -224,6 +225,7 @@ enum ConvChoice {
     Auto,
     Direct,
     Lanes,
+    Winograd,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -273,6 +275,7 @@ fn main() -> anyhow::Result<()> {
             ConvChoice::Auto => None,
             ConvChoice::Direct => Some(ConvAlgo::Direct),
             ConvChoice::Lanes => Some(ConvAlgo::Lanes),
+            ConvChoice::Winograd => Some(ConvAlgo::Winograd),
         },
         keep_outputs: cli.keep_outputs,
     };

@@ -19,7 +19,7 @@
 //!
 //! # When it runs
 //! [`ConvAlgo::choose`](super::ConvAlgo::choose) takes it on the AVX2 path
-//! ([`chosen_on`]), where Winograd does not run ([`super::winograd::MIN_IN_CHANNELS`]) and
+//! ([`chosen_on`]), where Winograd does not run ([`super::winograd::pays_off_beside_lanes`]) and
 //! [`pays_off`] says so. Against the direct
 //! path (im2col and the GEMM) on a 2-core AMD EPYC Zen 3 VM (AVX2, best of many runs of
 //! one layer alone, a scratch benchmark with ReLU): SqueezeNet's `16 → 64` 3×3 on 55×55
@@ -28,7 +28,9 @@
 //! 0.297 and 0.524 against 0.321 and 0.556; GoogLeNet's `16 → 32` on 28×28 0.079 against
 //! 0.109, `24 → 64` on 14×14 0.058 against 0.077, `96 → 208` on 14×14 0.718 against
 //! 0.828. Winograd still wins from 48 input channels on planes it tiles (`48 → 192` on
-//! 27×27: 0.97 against 1.25 ms).
+//! 27×27: 0.97 against 1.25 ms), and, with its vector transforms, from 32 on 27×27 and on
+//! SqueezeNet's 13×13 planes (figures at [`super::winograd::MIN_IN_CHANNELS`] and
+//! [`super::winograd::SMALL_PLANE_F4_BYTES`]).
 //!
 //! [`pays_off`] comes from the layers of frames (`frame --net NET --width 1 --profile`,
 //! this path against the direct one, same VM): it lost where a tile has few steps at

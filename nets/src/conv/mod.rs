@@ -13,8 +13,8 @@
 //! 2. [`ConvAlgo::Lanes`] — a direct conv with the output channels in the vector lanes,
 //!    reading a padded copy of the input in place: on the ISA paths where it measured
 //!    faster ([`lanes::chosen_on`]: AVX2), kernels larger than 1×1 with enough reduction
-//!    steps and weights that stay in cache ([`lanes::pays_off`]); there Winograd needs
-//!    [`winograd::MIN_IN_CHANNELS`].
+//!    steps and weights that stay in cache ([`lanes::pays_off`]); there Winograd runs by
+//!    [`winograd::pays_off_beside_lanes`].
 //! 3. [`ConvAlgo::Direct`] — everything else: im2col into the micro-kernel's panels, then
 //!    the blocked GEMM (a 1×1 stride-1 unpadded conv packs plain copies).
 //!
@@ -212,11 +212,14 @@ impl ConvAlgo {
 
     /// The first case that applies to `p` on `input` for the ISA path `isa` (module doc):
     /// the channel-lanes path only where [`lanes::chosen_on`] `isa`, and there Winograd
-    /// only from [`winograd::MIN_IN_CHANNELS`] input channels.
+    /// by [`winograd::pays_off_beside_lanes`].
     pub fn choose(p: &Conv2dParams, input: Shape, isa: Isa) -> ConvAlgo {
         let lanes = lanes::chosen_on(isa);
-        let tile = winograd::pays_off(p, input)
-            .filter(|_| !lanes || p.in_channels >= winograd::MIN_IN_CHANNELS);
+        let tile = if lanes {
+            winograd::pays_off_beside_lanes(p, input)
+        } else {
+            winograd::pays_off(p, input)
+        };
         match tile {
             Some(Tile::F4) => ConvAlgo::Winograd,
             Some(Tile::F2) => ConvAlgo::Winograd2,

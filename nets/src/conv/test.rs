@@ -132,15 +132,24 @@ fn algorithm_order() {
     assert_eq!(choose(64, 64, 3, 1, 1, 56), ConvAlgo::Winograd);
     // F(4×4) makes 16 tiles of 14×14, F(2×2) 49; of 7×7, 4 and 16.
     assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd2);
-    // F(2×2) from `MIN_CHANNELS_F2` input channels: SqueezeNet's 13×13 expands run direct.
+    // F(2×2) from `MIN_CHANNELS_F2` input channels; below that, F(4×4) on 16 tiles from
+    // `SMALL_PLANE_F4_CHANNELS` where its weights take at most `SMALL_PLANE_F4_BYTES`
+    // (SqueezeNet's 13×13 expands), else channel lanes.
     assert_eq!(choose(96, 384, 3, 1, 1, 13), ConvAlgo::Winograd2);
-    assert_eq!(choose(64, 256, 3, 1, 1, 13), ConvAlgo::Lanes);
+    assert_eq!(choose(64, 256, 3, 1, 1, 13), ConvAlgo::Winograd);
+    assert_eq!(choose(48, 192, 3, 1, 1, 13), ConvAlgo::Winograd);
+    assert_eq!(choose(32, 128, 3, 1, 1, 14), ConvAlgo::Lanes);
+    // 36 · 80 · 400 · 4 bytes = 4.4 MiB of F(4×4) weights (and 1.1 MiB for channel lanes,
+    // past `lanes::MAX_WEIGHT_BYTES`); a 7×7 plane makes 4 tiles of F(4×4).
+    assert_eq!(choose(80, 400, 3, 1, 1, 13), ConvAlgo::Direct);
+    assert_eq!(choose(64, 256, 3, 1, 1, 7), ConvAlgo::Lanes);
     // 9.4 MB of weights: past `lanes::MAX_WEIGHT_BYTES`.
     assert_eq!(choose(512, 512, 3, 1, 1, 7), ConvAlgo::Direct);
     assert_eq!(choose(256, 256, 3, 1, 1, 28), ConvAlgo::Winograd);
     // Winograd from `MIN_IN_CHANNELS`: SqueezeNet's first expands run channel-lanes.
     assert_eq!(choose(16, 64, 3, 1, 1, 55), ConvAlgo::Lanes);
-    assert_eq!(choose(32, 128, 3, 1, 1, 27), ConvAlgo::Lanes);
+    assert_eq!(choose(31, 128, 3, 1, 1, 27), ConvAlgo::Lanes);
+    assert_eq!(choose(32, 128, 3, 1, 1, 27), ConvAlgo::Winograd);
     assert_eq!(choose(48, 192, 3, 1, 1, 27), ConvAlgo::Winograd);
     // 27 steps: fewer than `lanes::MIN_STEPS`, so at stride 1 im2col; a stride of 2, or a
     // 7×7 stem's 147 steps, take channel lanes.

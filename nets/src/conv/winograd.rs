@@ -14,6 +14,20 @@
 //! The input transform `Bᵀ` depends only on the points, so F(2×2, 5×5) shares F(4×4,
 //! 3×3)'s; its `Aᵀ` is F(4×4)'s first two rows, the point at ∞ moved to the second.
 //!
+//! # Transforms
+//! Both transforms are vector code, one template for every ISA (`crate::simd`'s
+//! `winograd.rs`): a vector of tiles side by side in a tile row at a time, in registers,
+//! every sum in the order of the scalar formulas they replaced (the outputs of VGG16,
+//! ResNet50, GoogLeNet and AlexNet kept their bits). The scalar versions swept each
+//! transform over a whole block a row of a buffer at a time; on SqueezeNet's `16 → 64`
+//! layer `perf record` put more time in them than in the GEMMs. With the vector ones, one
+//! layer alone (ReLU, best of six rounds taking turns, 2-core AMD EPYC Zen 3 VM, AVX2):
+//! F(4×4) on `64 → 64` 56×56 1.41 ms against 1.67, `128 → 128` 28×28 1.26 against 1.60,
+//! `256 → 256` 14×14 1.19 against 1.54, `32 → 128` 27×27 0.48 against 0.62; in frames at
+//! width 1 (tenth-percentile frame, four to six rounds taking turns with 1d9f1a8, `frame
+//! --net NET --width 1`): VGG16 167.5 ms against 178.9, ResNet50 85.5 against 87.8,
+//! GoogLeNet 27.0 against 27.7.
+//!
 //! # Blocks
 //! A block is whole rows of tiles, so its output is a contiguous run of each channel
 //! plane. Rows per block: enough that the packed `V` of a block takes about half of L2,
@@ -33,7 +47,8 @@
 //!
 //! # When it pays off, and which tiling
 //! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels (where the
-//! channel-lanes path runs, [`MIN_IN_CHANNELS`] input channels), then F(4×4) if it
+//! channel-lanes path runs, [`pays_off_beside_lanes`]: [`MIN_IN_CHANNELS`] input channels,
+//! and F(4×4) on 13×13 and 14×14 planes where its weights are small), then F(4×4) if it
 //! makes at least [`MIN_TILES`] output tiles (one AVX-512 panel), else F(2×2) if that
 //! does (with at least [`MIN_CHANNELS_F2`] input channels), else the direct path; for a
 //! 5×5 kernel, F(2×2, 5×5) if it makes [`MIN_TILES`].
@@ -67,10 +82,9 @@
 use std::ops::Range;
 
 use super::{Conv2dParams, Engine, TwoStep};
-use crate::activation::with_activation;
 use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
-use crate::simd::{Kernels, MatMut, Residual};
+use crate::simd::{Kernels, MatMut};
 use crate::tensor::Shape;
 use taopipe_runtime::{Rect, split_range};
 
@@ -140,13 +154,32 @@ impl Tile {
 pub const MIN_CHANNELS: usize = 16;
 
 /// Fewest input channels for Winograd where the channel-lanes path runs
-/// ([`ConvAlgo::choose`](super::ConvAlgo::choose), a decision from measurements): with
-/// fewer, the transforms cost more than they save against it (`lanes.rs`, whose
-/// docs give the figures): SqueezeNet's `16 → 64` on 55×55 and `32 → 128` on 27×27 ran
-/// F(4×4) in 0.695 and 0.633 ms against 0.603 and 0.565, GoogLeNet's `32 → 96` on 28×28
-/// in 0.520 against 0.455; from 48 Winograd wins (`48 → 192` on 27×27 0.97 against 1.25,
-/// `64 → 128` 0.91 against 1.13; 2-core AMD EPYC Zen 3 VM, AVX2, one layer alone).
-pub const MIN_IN_CHANNELS: usize = 48;
+/// ([`ConvAlgo::choose`](super::ConvAlgo::choose) through [`pays_off_beside_lanes`], a
+/// decision from measurements): with fewer, the transforms cost more than they save
+/// against it (`lanes.rs`, whose docs give its figures). SqueezeNet's `16 → 64` on 55×55
+/// ran level (F(4×4) 0.61–0.67 ms against 0.63–0.68 for channel lanes), its `32 → 128` on
+/// 27×27 faster (0.50–0.52 against 0.58–0.64; `frame --net squeezenet1_1 --width 1
+/// --profile --conv winograd|auto`, three rounds each taking turns, 2-core AMD EPYC Zen 3
+/// VM, AVX2, with the vector transforms of `crate::simd`'s `winograd.rs`). Before those
+/// transforms the threshold was 48: `32 → 128` then took 0.633 ms alone against 0.565.
+pub const MIN_IN_CHANNELS: usize = 32;
+
+/// Most bytes of F(4×4)'s transformed weights (`36·K·C` floats) for F(4×4) on a plane of
+/// fewer than [`MIN_TILES`] tiles (but at least half that) where the channel-lanes path
+/// runs ([`pays_off_beside_lanes`], a decision from measurements). SqueezeNet's 13×13
+/// expands (16 tiles; `48 → 192` 1.3 MB, `64 → 256` 2.4 MB) took 0.31–0.33 and 0.45–0.49 ms
+/// a frame with F(4×4) against 0.32–0.34 and 0.56–0.61 with channel lanes (the runs of
+/// [`MIN_IN_CHANNELS`]). Larger layers on such planes (VGG16's, ResNet50's and AlexNet's,
+/// 9–38 MB) keep F(2×2), whose weights, read from memory each frame, are 16/36 of them.
+pub const SMALL_PLANE_F4_BYTES: usize = 4 << 20;
+
+/// Fewest input channels for F(4×4) on such a small plane ([`pays_off_beside_lanes`], a
+/// decision from measurements): GoogLeNet's `32 → 64` and `32 → 128` 3×3 convs on 14×14
+/// took 0.156 and 0.270 ms a frame with F(4×4) against 0.093 and 0.188 with channel lanes
+/// (fastest of three rounds each, `frame --net googlenet --width 1 --profile`, builds
+/// taking turns, same VM). A 13×13 or 14×14 plane fills half the vectors of the
+/// transforms (4 tiles a row, 8 lanes).
+pub const SMALL_PLANE_F4_CHANNELS: usize = 48;
 
 /// Fewest input channels for F(2×2, 3×3) (a decision, from measurements): its transforms
 /// and its 16 short GEMMs cost more than they save on a shallow reduction. SqueezeNet 1.1's
@@ -159,6 +192,8 @@ pub const MIN_IN_CHANNELS: usize = 48;
 /// 0.47–0.72, three rounds (`frame --net squeezenet1_1 --profile --conv direct|auto`). The
 /// layers F(2×2) was chosen for (VGG16's, ResNet50's and AlexNet's 13×13 and 14×14 convs,
 /// 192 input channels or more, above) keep it; GoogLeNet's (96 to 160) too, unmeasured.
+/// Where the channel-lanes path runs, SqueezeNet's two now take F(4×4)
+/// ([`SMALL_PLANE_F4_BYTES`]).
 pub const MIN_CHANNELS_F2: usize = 96;
 
 /// Fewest output tiles for [`pays_off`], in the tiling it picks (module docs).
@@ -211,6 +246,28 @@ pub fn pays_off(p: &Conv2dParams, input: Shape) -> Option<Tile> {
         .filter(|t| t.applies(p))
         .filter(|&t| t != Tile::F2 || p.in_channels >= MIN_CHANNELS_F2)
         .find(|t| t.tiles(o.h, o.w) >= MIN_TILES)
+}
+
+/// [`pays_off`] where the channel-lanes path runs
+/// ([`ConvAlgo::choose`](super::ConvAlgo::choose)): only from [`MIN_IN_CHANNELS`] input
+/// channels; there, on a plane where F(4×4) makes from half of [`MIN_TILES`] tiles but
+/// [`pays_off`] takes no tiling, F(4×4) from [`SMALL_PLANE_F4_CHANNELS`] input channels
+/// where its transformed weights take at most [`SMALL_PLANE_F4_BYTES`].
+pub fn pays_off_beside_lanes(p: &Conv2dParams, input: Shape) -> Option<Tile> {
+    if p.in_channels < MIN_IN_CHANNELS {
+        return None;
+    }
+    pays_off(p, input).or_else(|| {
+        let o = p.out_shape(input).ok()?;
+        let f4 = Tile::F4;
+        let bytes = f4.positions() * p.in_channels * p.out_channels * 4;
+        (f4.applies(p)
+            && p.in_channels >= SMALL_PLANE_F4_CHANNELS
+            && p.out_channels >= MIN_CHANNELS
+            && f4.tiles(o.h, o.w) >= MIN_TILES / 2
+            && bytes <= SMALL_PLANE_F4_BYTES)
+            .then_some(f4)
+    })
 }
 
 /// `G` of F(4×4, 3×3) (6×3).
@@ -435,7 +492,6 @@ impl Engine for Winograd {
     fn work_len(&self, channels: usize) -> usize {
         let tiles = self.rows_per_block() * self.geo.tw;
         self.xi() * channels.min(self.sub) * tiles.next_multiple_of(self.nr)
-            + output_work_len(self.geo.tile, tiles, self.geo.tw)
     }
 
     fn pack_work_len(&self) -> usize {
@@ -572,31 +628,20 @@ impl TwoStep for Winograd {
     }
 }
 
-/// Floats of work memory [`input_block`] needs for `tiles` tiles in rows of `tw`.
+/// Floats of work memory the input transform (`crate::simd`'s `winograd_input!`) needs
+/// for `tiles` tiles in rows of `tw`: a zero-padded input row, the `m` phases of each
+/// input row of the block, then a row of tiles per `ξ`, a vector longer.
 pub(crate) fn input_work_len(tile: Tile, tiles: usize, tw: usize) -> usize {
     let (m, t) = (tile.m(), tile.t());
-    // (Four phases and six `bt_rows` rows whatever `m`.)
-    strip_len(m, tw) + 4 * phase_len(tw) + t * t * tiles + 6 * tiles
+    let rows = tiles.div_ceil(tw);
+    (m * rows + t - m + 1) * m * phase_len(tw) + t * t * (tiles + crate::simd::MAX_LANES)
 }
 
-/// A zero-padded input row: `m·(tw − 1) + t` values are read (`t − m` is 2 for a 3×3
-/// kernel, 4 for 5×5), rounded up to whole `m`-float groups.
-fn strip_len(m: usize, tw: usize) -> usize {
-    m * (tw + 2)
-}
-
-/// Floats of one phase of a strip: a window's column `j < t` is entry `t_i + j / m` of
-/// phase `j mod m`, and `j / m` is at most 2 (F(2×2, 5×5)'s `5 / 2`).
-fn phase_len(tw: usize) -> usize {
-    tw + 2
-}
-
-/// Floats of work memory [`output_block`] needs for `tiles` tiles in rows of `tw`.
-pub(crate) fn output_work_len(tile: Tile, tiles: usize, tw: usize) -> usize {
-    let (m, t) = (tile.m(), tile.t());
-    let padded = tw.next_multiple_of(crate::simd::MAX_LANES);
-    // The products' padding, four rows of outputs, one interleaved row.
-    m * t * tiles + padded + 4 * padded + m * padded
+/// Floats of one phase of an input row: a window's column `j < t` is entry `t_i + j / m`
+/// of phase `j mod m`, `j / m` is at most 2 (F(2×2, 5×5)'s `5 / 2`), and a vector of
+/// tiles is read from each.
+pub(crate) fn phase_len(tw: usize) -> usize {
+    tw + 2 + crate::simd::MAX_LANES
 }
 
 /// `row[m·t + k] = xs[k·n + t]` for every tile `t < n` and output `k < m`: each tile's `m`
@@ -636,249 +681,6 @@ pub(crate) fn interleave_steps(
     interleave_from(xs, m, n, whole, row);
 }
 
-/// Row `k` of `Aᵀ` for `k < M` applied to `T` rows of `n` tiles, into rows `k` of `n`
-/// floats of `out` (four rows; the first `M` are written).
-#[inline(always)]
-fn at_rows<const M: usize, const T: usize>(x: [&[f32]; T], n: usize, out: &mut [f32]) {
-    let [x0, x1, x2, x3, x4, x5] = wide(x);
-    let (x0, x1, x2, x3, x4, x5) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &x4[..n], &x5[..n]);
-    let [o0, o1, o2, o3] = split_rows::<4>(out, n);
-    let (o0, o1, o2, o3) = (&mut o0[..n], &mut o1[..n], &mut o2[..n], &mut o3[..n]);
-    for t in 0..n {
-        let col = [x0[t], x1[t], x2[t], x3[t], x4[t], x5[t]];
-        o0[t] = at::<M, T>(0, col);
-        o1[t] = at::<M, T>(1, col);
-        if M == 4 {
-            o2[t] = at::<M, T>(2, col);
-            o3[t] = at::<M, T>(3, col);
-        }
-    }
-}
-
-/// Row `k` of `Bᵀ` (`T × T`, `T` = 6 or 4) applied to one column `x` of an input tile
-/// (its first `T` values: see [`wide`]).
-#[inline(always)]
-fn bt<const T: usize>(k: usize, x: [f32; 6]) -> f32 {
-    match (T, k) {
-        (6, 0) => 4.0 * x[0] - 5.0 * x[2] + x[4],
-        (6, 1) => (x[4] + x[3]) - 4.0 * (x[1] + x[2]),
-        (6, 2) => (x[4] - x[3]) + 4.0 * (x[1] - x[2]),
-        (6, 3) => (x[4] - x[2]) + 2.0 * (x[3] - x[1]),
-        (6, 4) => (x[4] - x[2]) - 2.0 * (x[3] - x[1]),
-        (6, _) => 4.0 * x[1] - 5.0 * x[3] + x[5],
-        (_, 0) => x[0] - x[2],
-        (_, 1) => x[1] + x[2],
-        (_, 2) => x[2] - x[1],
-        _ => x[1] - x[3],
-    }
-}
-
-/// Row `k` of `Aᵀ` (`M × T`) applied to one column `m` of a tile's products (its first `T`
-/// values). F(2×2, 5×5)'s two rows are F(4×4, 3×3)'s first two, but that the point at ∞
-/// now adds to the last row.
-#[inline(always)]
-fn at<const M: usize, const T: usize>(k: usize, m: [f32; 6]) -> f32 {
-    match (M, T, k) {
-        (_, 6, 0) => m[0] + (m[1] + m[2]) + (m[3] + m[4]),
-        (2, 6, _) => (m[1] - m[2]) + 2.0 * (m[3] - m[4]) + m[5],
-        (_, 6, 1) => (m[1] - m[2]) + 2.0 * (m[3] - m[4]),
-        (_, 6, 2) => (m[1] + m[2]) + 4.0 * (m[3] + m[4]),
-        (_, 6, _) => (m[1] - m[2]) + 8.0 * (m[3] - m[4]) + m[5],
-        (_, _, 0) => m[0] + (m[1] + m[2]),
-        _ => (m[1] - m[2]) - m[3],
-    }
-}
-
-/// `T ≤ 6` slices as six, the last repeated: the transforms' loops read six named slices
-/// (each cut to the loop's length there) whatever `T`, and a `T < 6` formula never reads
-/// the repeats.
-#[inline(always)]
-fn wide<const T: usize>(x: [&[f32]; T]) -> [&[f32]; 6] {
-    std::array::from_fn(|i| x[i.min(T - 1)])
-}
-
-/// `out[t] = f(K, (x0[t], …))` for every `t`: one row of a transform over many tiles,
-/// with the row `K` a constant so each row is its own straight-line loop. `for_each`, not
-/// a `for` loop: with `for`, F(4×4)'s input transform ran about 15% slower
-/// (`conv/w1/vgg.conv1_2` 16.0 against 14.2 ms in `cargo bench -p taopipe-nets`).
-#[inline(always)]
-fn row_k<const K: usize>(f: impl Fn(usize, [f32; 6]) -> f32, x: [&[f32]; 6], out: &mut [f32]) {
-    let n = out.len();
-    let [x0, x1, x2, x3, x4, x5] = x;
-    let (x0, x1, x2, x3, x4, x5) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &x4[..n], &x5[..n]);
-    out.iter_mut()
-        .enumerate()
-        .for_each(|(t, o)| *o = f(K, [x0[t], x1[t], x2[t], x3[t], x4[t], x5[t]]));
-}
-
-/// Row `k` of a transform (`f`: [`bt`] or [`at`]) applied to `T` slices, into `out`.
-#[inline(always)]
-fn transform_row<const T: usize>(
-    f: impl Fn(usize, [f32; 6]) -> f32,
-    k: usize,
-    x: [&[f32]; T],
-    out: &mut [f32],
-) {
-    let x = wide(x);
-    match k {
-        0 => row_k::<0>(f, x, out),
-        1 => row_k::<1>(f, x, out),
-        2 => row_k::<2>(f, x, out),
-        3 => row_k::<3>(f, x, out),
-        4 => row_k::<4>(f, x, out),
-        _ => row_k::<5>(f, x, out),
-    }
-}
-
-/// `out[k][t] = Bᵀ[k] · (x0[t], …)`: the input transform along one axis, for every tile
-/// at once, in one pass (`out` holds six rows of `n`; the first `T` are written).
-#[inline(always)]
-fn bt_rows<const T: usize>(x: [&[f32]; T], n: usize, out: &mut [f32]) {
-    let [x0, x1, x2, x3, x4, x5] = wide(x);
-    let (x0, x1, x2, x3, x4, x5) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &x4[..n], &x5[..n]);
-    let [o0, o1, o2, o3, o4, o5] = split_rows::<6>(out, n);
-    let (o0, o1, o2) = (&mut o0[..n], &mut o1[..n], &mut o2[..n]);
-    let (o3, o4, o5) = (&mut o3[..n], &mut o4[..n], &mut o5[..n]);
-    for t in 0..n {
-        let col = [x0[t], x1[t], x2[t], x3[t], x4[t], x5[t]];
-        o0[t] = bt::<T>(0, col);
-        o1[t] = bt::<T>(1, col);
-        o2[t] = bt::<T>(2, col);
-        o3[t] = bt::<T>(3, col);
-        if T == 6 {
-            o4[t] = bt::<T>(4, col);
-            o5[t] = bt::<T>(5, col);
-        }
-    }
-}
-
-/// The first `N` rows of `n` floats of `buf`, mutably.
-#[inline(always)]
-fn split_rows<const N: usize>(buf: &mut [f32], n: usize) -> [&mut [f32]; N] {
-    let mut rest = &mut buf[..N * n];
-    std::array::from_fn(|_| {
-        let (row, tail) = std::mem::take(&mut rest).split_at_mut(n);
-        rest = tail;
-        row
-    })
-}
-
-/// Packs the input transform `V = Bᵀ d B` of tile rows `rows` and input channels `channels`
-/// into `out`: row `ξ·panels + p` of `out` is column panel `p` of `V_ξ` (`nr` tiles per
-/// channel), restricted to these channels (column `(c − channels.start)·nr + lane`). Per
-/// channel and tile row, the `m + 2` input rows are copied into a zero-padded strip,
-/// transformed along x for every tile at once (stride-`m` windows), then along y
-/// (contiguous), then scattered into the panels. A tile row's first two input rows are the
-/// previous one's last two: their x transforms are copied, not redone. VGG16's Winograd
-/// layers at width 1 went from 98.2–101.8 to 93.8–98.1 ms summed a frame (`frame --net
-/// vgg16 --width 1 --profile`, three rounds taking turns with the build before, 2-core
-/// AVX-512 Xeon VM); at width 2 level.
-#[inline(always)]
-pub(crate) fn input_block(
-    g: &Geometry,
-    x: &[f32],
-    rows: Range<usize>,
-    channels: Range<usize>,
-    nr: usize,
-    out: &mut MatMut<'_>,
-    work: &mut [f32],
-) {
-    match g.tile {
-        Tile::F2 => input_tiles::<2, 4>(g, x, rows, channels, nr, out, work),
-        Tile::F4 => input_tiles::<4, 6>(g, x, rows, channels, nr, out, work),
-        Tile::F2K5 => input_tiles::<2, 6>(g, x, rows, channels, nr, out, work),
-    }
-}
-
-/// [`input_block`] for output tiles of side `M` (input tiles of side `T = M + 2`).
-#[inline(always)]
-fn input_tiles<const M: usize, const T: usize>(
-    g: &Geometry,
-    x: &[f32],
-    rows: Range<usize>,
-    channels: Range<usize>,
-    nr: usize,
-    out: &mut MatMut<'_>,
-    work: &mut [f32],
-) {
-    let tw = g.tw;
-    let tiles = rows.len() * tw;
-    let panels = tiles.div_ceil(nr);
-    let plane = g.h * g.w;
-    let work = &mut work[..input_work_len(g.tile, tiles, tw)];
-    let (strip, rest) = work.split_at_mut(strip_len(M, tw));
-    let (phases, rest) = rest.split_at_mut(4 * phase_len(tw));
-    let (r, v) = rest.split_at_mut(T * T * tiles);
-    for c in channels.clone() {
-        let xc = &x[c * plane..(c + 1) * plane];
-        let lane0 = (c - channels.start) * nr;
-        // Along x, tile row by tile row: r[i][jj][tile] = Bᵀ[jj] · (window of the tile in
-        // its input row i).
-        for (ri, ty) in rows.clone().enumerate() {
-            for i in 0..T {
-                // Tiles overlap by `T − M` rows: this tile row's first two input rows are
-                // the last two of the one above, already transformed along x.
-                if ri > 0 && i < T - M {
-                    for jj in 0..T {
-                        let from = ((i + M) * T + jj) * tiles + (ri - 1) * tw;
-                        let to = (i * T + jj) * tiles + ri * tw;
-                        r.copy_within(from..from + tw, to);
-                    }
-                    continue;
-                }
-                // Input row `M·ty + i − py`, zero-padded: strip[k] = x[·][k − px].
-                let iy = (ty * M + i).wrapping_sub(g.py);
-                strip.fill(0.0);
-                if iy < g.h {
-                    let n = g.w.min(strip.len() - g.px);
-                    strip[g.px..g.px + n].copy_from_slice(&xc[iy * g.w..iy * g.w + n]);
-                }
-                // The M phases of the stride-M windows: phase q of tile t = strip[M·t + q].
-                let pl = phase_len(tw);
-                let [p0, p1, p2, p3] = split_rows::<4>(phases, pl);
-                let (p0, p1) = (&mut p0[..pl], &mut p1[..pl]);
-                let (p2, p3) = (&mut p2[..pl], &mut p3[..pl]);
-                for (t, q) in strip.chunks_exact(M).take(pl).enumerate() {
-                    p0[t] = q[0];
-                    p1[t] = q[1];
-                    if M == 4 {
-                        p2[t] = q[2];
-                        p3[t] = q[3];
-                    }
-                }
-                let ph = [&*p0, &*p1, &*p2, &*p3];
-                // Column j of tile t's window is strip[M·t + j]: phase j % M, one tile on
-                // per M columns.
-                let window: [&[f32]; T] = std::array::from_fn(|j| &ph[j % M][j / M..j / M + tw]);
-                let mut o = split_rows::<T>(&mut r[i * T * tiles..(i + 1) * T * tiles], tiles);
-                for (jj, oj) in o.iter_mut().enumerate() {
-                    let dst = &mut oj[ri * tw..(ri + 1) * tw];
-                    transform_row(bt::<T>, jj, window, dst);
-                }
-            }
-        }
-        // Along y for every tile of the block at once, then into the panels.
-        for jj in 0..T {
-            let col: [&[f32]; T] =
-                std::array::from_fn(|i| &r[(i * T + jj) * tiles..(i * T + jj + 1) * tiles]);
-            bt_rows(col, tiles, v);
-            for ii in 0..T {
-                let xi = ii * T + jj;
-                let vals = &v[ii * tiles..(ii + 1) * tiles];
-                let full = tiles / nr;
-                out.copy_rows(xi * panels..xi * panels + full, lane0, vals, nr, nr);
-                let tail = tiles - full * nr;
-                if tail > 0 {
-                    let last = out.row_mut(xi * panels + full);
-                    last[lane0..lane0 + tail].copy_from_slice(&vals[full * nr..]);
-                    // Lanes past the last tile are zero (computed, then dropped).
-                    last[lane0 + tail..lane0 + nr].fill(0.0);
-                }
-            }
-        }
-    }
-}
-
 /// The products `M_ξ` of a block's GEMMs, as the output transform reads them: channel
 /// `k`'s tiles under `ξ` are the row at `(ξ·stride + k)·ldm`.
 #[derive(Clone, Copy, Debug)]
@@ -888,112 +690,4 @@ pub(crate) struct Products<'a> {
     pub(crate) ldm: usize,
     /// Rows from one `ξ` to the next: the channels multiplied together.
     pub(crate) stride: usize,
-}
-
-/// Applies the output transform `Y = Aᵀ m A` to the first `n` channels of `m` of tile rows
-/// `rows`, then the epilogue, into `out` (`n` channels × the block's pixels). Per
-/// channel and tile row: along y for every tile at once, then along x, interleaving the
-/// `m` outputs of each tile into output rows by `interleave(xs, m, n, row)`: an ISA's
-/// [`interleave_from`] from tile 0.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub(crate) fn output_block(
-    g: &Geometry,
-    m: Products<'_>,
-    n: usize,
-    rows: Range<usize>,
-    e: &BlockEpilogue<'_>,
-    out: &mut MatMut<'_>,
-    work: &mut [f32],
-    interleave: impl Fn(&[f32], usize, usize, &mut [f32]),
-) {
-    match g.tile {
-        Tile::F2 => output_tiles::<2, 4>(g, m, n, rows, e, out, work, interleave),
-        Tile::F4 => output_tiles::<4, 6>(g, m, n, rows, e, out, work, interleave),
-        Tile::F2K5 => output_tiles::<2, 6>(g, m, n, rows, e, out, work, interleave),
-    }
-}
-
-/// [`output_block`] for output tiles of side `M` (products of side `T = M + 2`).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn output_tiles<const M: usize, const T: usize>(
-    g: &Geometry,
-    m: Products<'_>,
-    n: usize,
-    rows: Range<usize>,
-    e: &BlockEpilogue<'_>,
-    out: &mut MatMut<'_>,
-    work: &mut [f32],
-    interleave: impl Fn(&[f32], usize, usize, &mut [f32]),
-) {
-    let tw = g.tw;
-    let tiles = rows.len() * tw;
-    let oy0 = rows.start * M;
-    let work = &mut work[..output_work_len(g.tile, tiles, tw)];
-    // Rows of whole vectors, from the products on: each step's loads then read whole
-    // stores of the step before, which the store buffer hands on (a tail stored float by
-    // float stalled them: `perf annotate` put a third of the output transform's time on
-    // one load). The lanes past `tw` transform values of the next row (or stale ones past
-    // the last), never written to the output.
-    let padded = tw.next_multiple_of(crate::simd::MAX_LANES);
-    let (q, rest) = work.split_at_mut(M * T * tiles + padded);
-    let (xs, orow) = rest.split_at_mut(4 * padded);
-    for ch in 0..n {
-        let bias = e.bias[ch];
-        let dst = out.row_mut(ch);
-        // Along y for every tile of the block: q[ii][jj][t] = Aᵀ[ii] · m[·][jj][t].
-        for jj in 0..T {
-            let c: [&[f32]; T] = std::array::from_fn(|i| {
-                let at = ((i * T + jj) * m.stride + ch) * m.ldm;
-                &m.values[at..at + tiles]
-            });
-            for ii in 0..M {
-                let dst = &mut q[(ii * T + jj) * tiles..(ii * T + jj + 1) * tiles];
-                transform_row(at::<M, T>, ii, c, dst);
-            }
-        }
-        // Along x, interleaving each tile's M outputs into the output rows.
-        for (ri, ty) in rows.clone().enumerate() {
-            for ii in 0..M {
-                let oy = ty * M + ii;
-                if oy >= g.oh {
-                    break;
-                }
-                let c: [&[f32]; T] = std::array::from_fn(|jj| {
-                    let at = (ii * T + jj) * tiles + ri * tw;
-                    &q[at..at + padded]
-                });
-                // Each of the M outputs for every tile at once, then side by side. One loop
-                // computing a tile's M outputs and storing them together compiled to
-                // scalar code, half of the output transform's time.
-                at_rows::<M, T>(c, padded, xs);
-                let row = &mut orow[..M * padded];
-                interleave(&xs[..M * padded], M, padded, row);
-                let at = (oy - oy0) * g.ow;
-                let d = &mut dst[at..at + g.ow];
-                let y = &row[..g.ow];
-                // One match on the activation per row: each arm's loop vectorises.
-                match e.residual {
-                    Residual::From(r) => {
-                        let r = &r.row(ch)[at..at + g.ow];
-                        with_activation!(e.act, |act| {
-                            for ((d, &y), &r) in d.iter_mut().zip(y).zip(r) {
-                                *d = act((y + bias) + r);
-                            }
-                        });
-                    }
-                    // The output holds the residual: read each element, then overwrite it.
-                    Residual::InPlace => with_activation!(e.act, |act| {
-                        d.iter_mut()
-                            .zip(y)
-                            .for_each(|(d, &y)| *d = act((y + bias) + *d));
-                    }),
-                    Residual::None => with_activation!(e.act, |act| {
-                        d.iter_mut().zip(y).for_each(|(d, &y)| *d = act(y + bias));
-                    }),
-                }
-            }
-        }
-    }
 }

@@ -31,6 +31,8 @@ use crate::conv::winograd::{Geometry, Products};
 use crate::gemm::BlockEpilogue;
 
 #[macro_use]
+mod winograd;
+#[macro_use]
 mod template;
 mod mat;
 #[cfg(target_arch = "aarch64")]
@@ -279,15 +281,15 @@ pub(crate) type DotRowsFn =
 /// The CPU runs the kernel's ISA.
 pub(crate) type FmaProbeFn = unsafe fn(iters: u64) -> (u64, f32);
 
-/// The Winograd input transform of [`crate::conv::winograd::input_block`], compiled for
-/// the table's ISA.
+/// The Winograd input transform (`winograd_input!` in `simd/winograd.rs`), compiled for the
+/// table's ISA.
 ///
 /// # Safety
 /// The CPU runs the kernel's ISA.
 pub(crate) type WinogradInputFn =
     unsafe fn(&Geometry, &[f32], Range<usize>, Range<usize>, usize, &mut MatMut<'_>, &mut [f32]);
 
-/// The Winograd output transform of [`crate::conv::winograd::output_block`], compiled for
+/// The Winograd output transform (`winograd_output!` in `simd/winograd.rs`), compiled for
 /// the table's ISA.
 ///
 /// # Safety
@@ -871,8 +873,8 @@ impl Kernels {
         unsafe { (self.dot_rows)(w.as_ptr(), n, x.as_ptr(), y.len(), y.as_mut_ptr()) }
     }
 
-    /// The Winograd input transform of tile rows `rows` and input channels `channels` (see
-    /// [`crate::conv::winograd::input_block`]), compiled for this table's ISA.
+    /// The Winograd input transform of tile rows `rows` and input channels `channels`
+    /// (`winograd_input!`), compiled for this table's ISA.
     pub(crate) fn winograd_input(
         &self,
         g: &Geometry,
@@ -882,12 +884,12 @@ impl Kernels {
         out: &mut MatMut<'_>,
         work: &mut [f32],
     ) {
-        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the function is safe code
-        // compiled with the ISA's target features.
+        // SAFETY: the CPU runs this table's ISA (`Isa::kernels`); the function loads and
+        // stores vectors only from slices it has cut to a vector's length.
         unsafe { (self.winograd_input)(g, x, rows, channels, self.nr, out, work) }
     }
 
-    /// The Winograd output transform (see [`crate::conv::winograd::output_block`]),
+    /// The Winograd output transform of the first `n` channels of `m` (`winograd_output!`),
     /// compiled for this table's ISA.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn winograd_output(

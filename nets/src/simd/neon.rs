@@ -3,12 +3,9 @@
 //! of 32 registers (the shape XNNPACK and ARM Compute Library use on Cortex-A cores).
 //! Every aarch64 core has NEON; the kernel tests run under `qemu-aarch64` in CI.
 
+use super::{Isa, Kernels, RawTile};
+use crate::conv::winograd;
 use std::arch::aarch64::*;
-use std::ops::Range;
-
-use super::{Isa, Kernels, MatMut, RawTile};
-use crate::conv::winograd::{self, Geometry, Products};
-use crate::gemm::BlockEpilogue;
 
 /// `a·b + c` in the template's argument order.
 #[target_feature(enable = "neon")]
@@ -112,7 +109,7 @@ unsafe fn load_t(rows: &[*const f32; 4]) -> [float32x4_t; 4] {
 isa_kernels!(
     mod neon, feature = "neon", float32x4_t, lanes = 4, chains = 16,
     zero = zero, load = vld1q_f32, store = vst1q_f32, set1 = vdupq_n_f32,
-    fma = fma, add = vaddq_f32, max = max, min = min, leaky = leaky, prefetch = prefetch,
+    fma = fma, add = vaddq_f32, sub = vsubq_f32, mul = vmulq_f32, max = max, min = min, leaky = leaky, prefetch = prefetch,
     interleave = interleave, load_t = load_t, max_3x3_s2 = None,
     lanes_conv = (4, 6)
 );

@@ -5,12 +5,8 @@
 //! vector registers where the baseline target has them (SSE2 on x86-64). Products are
 //! `a * b + c` (two roundings): `mul_add` without hardware FMA is a slow library call.
 
-use std::ops::Range;
-
-use super::{Isa, Kernels, MatMut, RawTile};
+use super::{Isa, Kernels, RawTile};
 use crate::activation::with_activation;
-use crate::conv::winograd::{self, Geometry, Products};
-use crate::gemm::BlockEpilogue;
 
 const MR: usize = 4;
 const NR: usize = 16;
@@ -26,8 +22,8 @@ pub(super) static PORTABLE: Kernels = Kernels {
     gemm_cols: None,
     dot_rows,
     fma_probe,
-    winograd_input,
-    winograd_output,
+    winograd_input: blocked::winograd_input,
+    winograd_output: blocked::winograd_output,
     max_2x2,
     max_3x3_s1,
     max_3x3_s2: None,
@@ -90,6 +86,22 @@ mod blocked {
         std::array::from_fn(|i| a[i] + b[i])
     }
 
+    fn sub(a: V, b: V) -> V {
+        std::array::from_fn(|i| a[i] - b[i])
+    }
+
+    fn mul(a: V, b: V) -> V {
+        std::array::from_fn(|i| a[i] * b[i])
+    }
+
+    /// [`winograd::interleave_from`] from tile 0 (the template's `$interleave`).
+    ///
+    /// # Safety
+    /// Always safe.
+    unsafe fn interleave(xs: &[f32], m: usize, n: usize, row: &mut [f32]) {
+        crate::conv::winograd::interleave_from(xs, m, n, 0, row);
+    }
+
     /// `a·b + c`, two roundings (as the portable path's other kernels).
     fn fma(a: V, b: V, c: V) -> V {
         std::array::from_fn(|i| a[i] * b[i] + c[i])
@@ -150,6 +162,36 @@ mod blocked {
         leaky = leaky,
         load_t = load_t
     );
+
+    winograd_output!(
+        attr = {},
+        V,
+        lanes = 4,
+        zero = zero,
+        load = load,
+        store = store,
+        set1 = set1,
+        add = add,
+        sub = sub,
+        mul = mul,
+        max = max,
+        min = min,
+        leaky = leaky,
+        interleave = interleave
+    );
+
+    winograd_input!(
+        attr = {},
+        V,
+        lanes = 4,
+        zero = zero,
+        load = load,
+        store = store,
+        set1 = set1,
+        add = add,
+        sub = sub,
+        mul = mul
+    );
 }
 
 /// # Safety
@@ -162,36 +204,6 @@ unsafe fn max_2x2(plane: &[f32], w: usize, dst: &mut [f32], ow: usize) {
 /// Always safe (see [`super::MaxPool3x3S1Fn`]).
 unsafe fn max_3x3_s1(plane: &[f32], w: usize, dst: &mut [f32], rows: &mut [f32]) {
     crate::pool::max_3x3_s1(plane, w, dst, rows);
-}
-
-/// # Safety
-/// Always safe (see [`super::WinogradInputFn`]).
-unsafe fn winograd_input(
-    g: &Geometry,
-    x: &[f32],
-    rows: Range<usize>,
-    channels: Range<usize>,
-    nr: usize,
-    out: &mut MatMut<'_>,
-    work: &mut [f32],
-) {
-    winograd::input_block(g, x, rows, channels, nr, out, work);
-}
-
-/// # Safety
-/// Always safe (see [`super::WinogradOutputFn`]).
-unsafe fn winograd_output(
-    g: &Geometry,
-    m: Products<'_>,
-    n: usize,
-    rows: Range<usize>,
-    e: &BlockEpilogue<'_>,
-    out: &mut MatMut<'_>,
-    work: &mut [f32],
-) {
-    let interleave =
-        |xs: &[f32], m, n, row: &mut [f32]| winograd::interleave_from(xs, m, n, 0, row);
-    winograd::output_block(g, m, n, rows, e, out, work, interleave);
 }
 
 /// # Safety

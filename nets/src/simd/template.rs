@@ -798,7 +798,8 @@ macro_rules! isa_kernels {
     (
         mod $m:ident, feature = $feat:literal, $v:ty, lanes = $lanes:literal, chains = $chains:literal,
         zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
-        fma = $fma:ident, add = $add:ident, max = $max:ident, min = $min:ident,
+        fma = $fma:ident, add = $add:ident, sub = $sub:ident, mul = $mul:ident,
+        max = $max:ident, min = $min:ident,
         leaky = $leaky:ident, prefetch = $prefetch:ident, interleave = $interleave:ident,
         load_t = $load_t:ident, max_3x3_s2 = $max3:expr,
         lanes_conv = ($lcv:expr, $lcp:expr)
@@ -819,6 +820,19 @@ macro_rules! isa_kernels {
                 vectors = $lcv, pixels = $lcp, zero = $zero, load = $load, store = $store,
                 set1 = $set1, fma = $fma, add = $add, max = $max, min = $min, leaky = $leaky,
                 load_t = $load_t
+            );
+
+            winograd_output!(
+                attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
+                zero = $zero, load = $load, store = $store, set1 = $set1, add = $add,
+                sub = $sub, mul = $mul, max = $max, min = $min, leaky = $leaky,
+                interleave = $interleave
+            );
+
+            winograd_input!(
+                attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
+                zero = $zero, load = $load, store = $store, set1 = $set1, add = $add,
+                sub = $sub, mul = $mul
             );
 
             pub(crate) const MAX_3X3_S2: Option<$crate::simd::MaxPool3x3Fn> = $max3;
@@ -1218,44 +1232,6 @@ macro_rules! isa_kernels {
                         r += group;
                     }
                 }
-            }
-
-            /// The Winograd input transform, compiled for this ISA.
-            ///
-            /// # Safety
-            /// The CPU has the target features.
-            #[target_feature(enable = $feat)]
-            pub(crate) unsafe fn winograd_input(
-                g: &Geometry,
-                x: &[f32],
-                rows: Range<usize>,
-                channels: Range<usize>,
-                nr: usize,
-                out: &mut MatMut<'_>,
-                work: &mut [f32],
-            ) {
-                winograd::input_block(g, x, rows, channels, nr, out, work);
-            }
-
-            /// The Winograd output transform, compiled for this ISA.
-            ///
-            /// # Safety
-            /// The CPU has the target features.
-            #[target_feature(enable = $feat)]
-            pub(crate) unsafe fn winograd_output(
-                g: &Geometry,
-                m: Products<'_>,
-                n: usize,
-                rows: Range<usize>,
-                e: &BlockEpilogue<'_>,
-                out: &mut MatMut<'_>,
-                work: &mut [f32],
-            ) {
-                let interleave = |xs: &[f32], m, n, row: &mut [f32]| {
-                    // SAFETY: the CPU has the target features (this function's contract).
-                    unsafe { $interleave(xs, m, n, row) }
-                };
-                winograd::output_block(g, m, n, rows, e, out, work, interleave);
             }
 
             /// The 2×2/2 max pool of one plane, compiled for this ISA.

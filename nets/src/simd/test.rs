@@ -1227,3 +1227,272 @@ fn lanes_conv_matches_reference() {
         }
     }
 }
+
+/// The vector Winograd transforms (`simd/winograd.rs`) through a whole conv, on every
+/// table, for each tiling: against the naive conv within Winograd's bound; chunks of output
+/// channels with the whole layer's bits; a fused residual, apart and in place, with the
+/// bits of the conv followed by the add. The plane (9 × 37) makes tile rows of 10 and 19
+/// tiles, so a row ends part-way through a vector on every ISA, and its last tile row
+/// runs past the output's last row. Not under Miri (minutes there):
+/// `winograd_transforms_match_f64` runs the transforms' unsafe loads and stores.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn winograd_conv_matches_reference() {
+    use crate::activation::Activation;
+    use crate::conv::winograd::ERROR_BOUND;
+    use crate::conv::{Conv2d, Conv2dParams, ConvAlgo};
+    use crate::kernel::{Kernel, Scratch};
+    use crate::naive;
+    use crate::tensor::Shape;
+    use crate::test_util::{abs, assert_close, bits, random_vec};
+    for (algo, kernel) in [
+        (ConvAlgo::Winograd, 3),
+        (ConvAlgo::Winograd2, 3),
+        (ConvAlgo::Winograd5, 5),
+    ] {
+        let p = Conv2dParams::new(2, 5, kernel, 1, kernel / 2).with_act(Activation::Relu);
+        let input = Shape::new(2, 9, 37);
+        let (w, b, x) = (
+            random_vec(p.weight_len(), 1),
+            random_vec(5, 2),
+            random_vec(input.len(), 3),
+        );
+        let want = naive::conv2d(&p, input, &x, &w, &b);
+        let scale = naive::conv2d(
+            &p.with_act(Activation::None),
+            input,
+            &abs(&x),
+            &abs(&w),
+            &abs(&b),
+        );
+        for k in tables() {
+            let conv = |act| {
+                let (w, b) = (w.clone(), Some(b.clone()));
+                Conv2d::with_options(p.with_act(act), input, w, b, Some(algo), k.isa).unwrap()
+            };
+            let relu = conv(Activation::Relu);
+            assert_eq!(relu.algo(), algo);
+            let what = format!("{algo:?} {}", k.isa);
+            let got = relu.forward(&[&x], &mut Scratch::new());
+            assert_close(&got, &want, &scale, ERROR_BOUND as f32, &what);
+            for chunk in 0..relu.plan().count() {
+                let range = relu.output_range(chunk..chunk + 1);
+                let mut part = vec![f32::NAN; range.len()];
+                relu.compute_chunks(&[&x], chunk..chunk + 1, &mut part, &mut Scratch::new());
+                assert_eq!(bits(&part), bits(&got[range]), "{what} chunk {chunk}");
+            }
+            let plain = conv(Activation::None);
+            let r = random_vec(got.len(), 4);
+            let sum: Vec<f32> = plain
+                .forward(&[&x], &mut Scratch::new())
+                .iter()
+                .zip(&r)
+                .map(|(&y, &r)| Activation::Relu.apply(y + r))
+                .collect();
+            let fused = relu.clone().with_residual(true);
+            let apart = fused.forward(&[&x, &r], &mut Scratch::new());
+            assert_eq!(bits(&apart), bits(&sum), "{what} residual");
+            let mut own = r.clone();
+            let chunks = 0..fused.plan().count();
+            fused.compute_chunks(&[&x], chunks, &mut own, &mut Scratch::new());
+            assert_eq!(bits(&own), bits(&sum), "{what} residual in place");
+        }
+    }
+}
+
+/// `Bᵀ` and `Aᵀ` of `tile` as matrices (rows of six, zero past `t`): Lavin & Gray's F(4×4,
+/// 3×3) and F(2×2, 3×3); F(2×2, 5×5) takes F(4×4)'s `Bᵀ`, and `Aᵀ`'s first two rows with
+/// the point at ∞ added to the second.
+fn winograd_matrices(tile: crate::conv::winograd::Tile) -> (Vec<[f64; 6]>, Vec<[f64; 6]>) {
+    use crate::conv::winograd::Tile;
+    let bt6 = vec![
+        [4.0, 0.0, -5.0, 0.0, 1.0, 0.0],
+        [0.0, -4.0, -4.0, 1.0, 1.0, 0.0],
+        [0.0, 4.0, -4.0, -1.0, 1.0, 0.0],
+        [0.0, -2.0, -1.0, 2.0, 1.0, 0.0],
+        [0.0, 2.0, -1.0, -2.0, 1.0, 0.0],
+        [0.0, 4.0, 0.0, -5.0, 0.0, 1.0],
+    ];
+    let bt4 = vec![
+        [1.0, 0.0, -1.0, 0.0, 0.0, 0.0],
+        [0.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+        [0.0, -1.0, 1.0, 0.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0, -1.0, 0.0, 0.0],
+    ];
+    let first = [1.0, 1.0, 1.0, 1.0, 1.0, 0.0];
+    match tile {
+        Tile::F4 => (
+            bt6,
+            vec![
+                first,
+                [0.0, 1.0, -1.0, 2.0, -2.0, 0.0],
+                [0.0, 1.0, 1.0, 4.0, 4.0, 0.0],
+                [0.0, 1.0, -1.0, 8.0, -8.0, 1.0],
+            ],
+        ),
+        Tile::F2K5 => (bt6, vec![first, [0.0, 1.0, -1.0, 2.0, -2.0, 1.0]]),
+        Tile::F2 => (
+            bt4,
+            vec![
+                [1.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+                [0.0, 1.0, -1.0, -1.0, 0.0, 0.0],
+            ],
+        ),
+    }
+}
+
+/// `Σ_ij p[a][i]·x(i, j)·q[b][j]` and the same sum of magnitudes, over `i, j < t`.
+fn bilinear(p: &[f64; 6], q: &[f64; 6], t: usize, x: impl Fn(usize, usize) -> f64) -> (f64, f64) {
+    let (mut v, mut scale) = (0.0, 0.0);
+    for i in 0..t {
+        for j in 0..t {
+            v += p[i] * x(i, j) * q[j];
+            scale += (p[i] * x(i, j) * q[j]).abs();
+        }
+    }
+    (v, scale)
+}
+
+/// The vector Winograd transforms (`simd/winograd.rs`) on every table, Miri-sized: equal to
+/// `Bᵀ d B` and `Aᵀ m A` (+ bias, + residual, ReLU) in f64 within rounding, and to the
+/// portable table's bits (every ISA takes the sums in one order, multiplies and adds
+/// apart). A block of tile rows 1 and 2 of a 3-row plane whose last row runs past the
+/// output; rows of ⌈37 / m⌉ tiles, so one ends part-way through a vector on every ISA;
+/// the input transform of a channel range that does not start at 0; products that end
+/// part-way through a vector; each residual kind.
+#[test]
+fn winograd_transforms_match_f64() {
+    use crate::conv::winograd::{Geometry, Products, Tile, input_work_len};
+    use crate::gemm::BlockEpilogue;
+    for tile in [Tile::F2, Tile::F4, Tile::F2K5] {
+        let (m, t, r) = (tile.m(), tile.t(), tile.r());
+        let (c, oh, ow) = (3, 2 * m + 1, 37usize);
+        let (th, tw) = (oh.div_ceil(m), ow.div_ceil(m));
+        let (py, px) = (r / 2, r / 2);
+        let g = Geometry {
+            c,
+            h: oh,
+            w: ow,
+            oh,
+            ow,
+            py,
+            px,
+            tw,
+            tile,
+        };
+        let x = random_vec(c * oh * ow, 1);
+        let rows = 1..th;
+        let tiles = rows.len() * tw;
+        let (bt, at) = winograd_matrices(tile);
+        let portable = Isa::Portable.kernels();
+        let run_input = |k: &Kernels| {
+            let panels = tiles.div_ceil(k.nr);
+            let ld = 2 * k.nr;
+            let mut packed = vec![f32::NAN; t * t * panels * ld];
+            let mut out = MatMut::from_slice(&mut packed, ld, t * t * panels, ld);
+            let mut work = vec![0.0; input_work_len(tile, tiles, tw)];
+            k.winograd_input(&g, &x, rows.clone(), 1..3, &mut out, &mut work);
+            packed
+        };
+        // Output channels, products of `n` of them per `ξ`, whole panels of 16 tiles.
+        let (n, ldm) = (2, tiles.next_multiple_of(16));
+        let products = random_vec(t * t * n * ldm, 2);
+        let bias = random_vec(n, 3);
+        let y0 = rows.start * m;
+        let pixels = (rows.end * m).min(oh) * ow - y0 * ow;
+        let residual = random_vec(n * pixels, 4);
+        let run_output = |k: &Kernels, kind: usize| {
+            let mut y = if kind == 2 {
+                residual.clone()
+            } else {
+                vec![f32::NAN; n * pixels]
+            };
+            let e = BlockEpilogue {
+                bias: &bias,
+                residual: match kind {
+                    0 => Residual::None,
+                    1 => Residual::From(MatRef::from_slice(&residual, pixels, n, pixels)),
+                    _ => Residual::InPlace,
+                },
+                act: Activation::Relu,
+            };
+            let mut out = MatMut::from_slice(&mut y, pixels, n, pixels);
+            let mv = Products {
+                values: &products,
+                ldm,
+                stride: n,
+            };
+            k.winograd_output(&g, mv, n, rows.clone(), &e, &mut out, &mut []);
+            y
+        };
+        for k in tables() {
+            let what = format!("{tile:?} {}", k.isa);
+            let (nr, panels) = (k.nr, tiles.div_ceil(k.nr));
+            let packed = run_input(k);
+            if k.nr == portable.nr {
+                assert_eq!(
+                    bits(&packed),
+                    bits(&run_input(portable)),
+                    "{what}: input bits"
+                );
+            }
+            for ch in 0..2 {
+                let plane = &x[(ch + 1) * oh * ow..(ch + 2) * oh * ow];
+                let d = |ty: usize, tx: usize, i: usize, j: usize| {
+                    let (iy, ix) = ((m * ty + i).wrapping_sub(py), (m * tx + j).wrapping_sub(px));
+                    if iy < oh && ix < ow {
+                        f64::from(plane[iy * ow + ix])
+                    } else {
+                        0.0
+                    }
+                };
+                for q in 0..panels * nr {
+                    for (a, b) in (0..t).flat_map(|a| (0..t).map(move |b| (a, b))) {
+                        let got =
+                            packed[((a * t + b) * panels + q / nr) * 2 * nr + ch * nr + q % nr];
+                        if q >= tiles {
+                            assert_eq!(got, 0.0, "{what}: lane past the last tile");
+                            continue;
+                        }
+                        let (ty, tx) = (rows.start + q / tw, q % tw);
+                        let (want, scale) = bilinear(&bt[a], &bt[b], t, |i, j| d(ty, tx, i, j));
+                        let err = (f64::from(got) - want).abs();
+                        assert!(
+                            err <= 1e-6 * scale + 1e-30,
+                            "{what}: V[{a}][{b}] tile {q}: {got} against {want}"
+                        );
+                    }
+                }
+            }
+            for kind in 0..3 {
+                let y = run_output(k, kind);
+                assert_eq!(
+                    bits(&y),
+                    bits(&run_output(portable, kind)),
+                    "{what}: output bits, residual {kind}"
+                );
+                for ch in 0..n {
+                    for p in 0..pixels {
+                        let (oy, ox) = (y0 + p / ow, p % ow);
+                        let (ty, tx) = (oy / m, ox / m);
+                        let q = (ty - rows.start) * tw + tx;
+                        let mm = |i: usize, j: usize| {
+                            f64::from(products[((i * t + j) * n + ch) * ldm + q])
+                        };
+                        let (mut want, scale) = bilinear(&at[oy % m], &at[ox % m], t, mm);
+                        want += f64::from(bias[ch]);
+                        if kind > 0 {
+                            want += f64::from(residual[ch * pixels + p]);
+                        }
+                        let got = f64::from(y[ch * pixels + p]);
+                        let err = (got - act_f64(Activation::Relu, want)).abs();
+                        assert!(
+                            err <= 1e-6 * (scale + 2.0) + 1e-30,
+                            "{what}: residual {kind}, channel {ch}, pixel {p}: {got} against {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

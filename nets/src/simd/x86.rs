@@ -15,11 +15,8 @@
 
 use std::arch::x86_64::*;
 
-use std::ops::Range;
-
-use super::{Isa, Kernels, MatMut, RawTile};
-use crate::conv::winograd::{self, Geometry, Products};
-use crate::gemm::BlockEpilogue;
+use super::{Isa, Kernels, RawTile};
+use crate::conv::winograd;
 
 /// Prefetches the line at `p` into L1 (the template's `$prefetch`).
 #[inline(always)]
@@ -402,7 +399,8 @@ pub(super) unsafe fn max_3x3_s2_avx2(
 isa_kernels!(
     mod avx2, feature = "avx2,fma", __m256, lanes = 8, chains = 12,
     zero = _mm256_setzero_ps, load = _mm256_loadu_ps, store = _mm256_storeu_ps,
-    set1 = _mm256_set1_ps, fma = _mm256_fmadd_ps, add = _mm256_add_ps, max = _mm256_max_ps,
+    set1 = _mm256_set1_ps, fma = _mm256_fmadd_ps, add = _mm256_add_ps,
+    sub = _mm256_sub_ps, mul = _mm256_mul_ps, max = _mm256_max_ps,
     min = _mm256_min_ps, leaky = leaky_avx2, prefetch = prefetch, interleave = interleave_avx2,
     load_t = load_t_avx2, max_3x3_s2 = Some(max_3x3_s2_avx2),
     lanes_conv = (2, 6)
@@ -411,7 +409,8 @@ isa_kernels!(
 isa_kernels!(
     mod avx512, feature = "avx512f,fma", __m512, lanes = 16, chains = 24,
     zero = _mm512_setzero_ps, load = _mm512_loadu_ps, store = _mm512_storeu_ps,
-    set1 = _mm512_set1_ps, fma = _mm512_fmadd_ps, add = _mm512_add_ps, max = _mm512_max_ps,
+    set1 = _mm512_set1_ps, fma = _mm512_fmadd_ps, add = _mm512_add_ps,
+    sub = _mm512_sub_ps, mul = _mm512_mul_ps, max = _mm512_max_ps,
     min = _mm512_min_ps, leaky = leaky_avx512, prefetch = prefetch, interleave = interleave_avx512,
     load_t = load_t_avx512, max_3x3_s2 = Some(max_3x3_s2_avx512),
     lanes_conv = (2, 12)
