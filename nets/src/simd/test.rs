@@ -1341,23 +1341,38 @@ fn winograd_matrices(tile: crate::conv::winograd::Tile) -> (Vec<[f64; 6]>, Vec<[
     }
 }
 
-/// `Σ_ij p[a][i]·x(i, j)·q[b][j]` and the same sum of magnitudes, over `i, j < t`.
-fn bilinear(p: &[f64; 6], q: &[f64; 6], t: usize, x: impl Fn(usize, usize) -> f64) -> (f64, f64) {
-    let (mut v, mut scale) = (0.0, 0.0);
+/// `P x Qᵀ` of a `t × t` tile `x` in f64 (`P`, `Q`: rows of six, `t` used), and the same
+/// with every term's magnitude: `out[a][b] = Σ_ij P[a][i]·x[i][j]·Q[b][j]`, one axis then
+/// the other.
+fn sandwich(p: &[[f64; 6]], q: &[[f64; 6]], t: usize, x: &[[f64; 6]; 6]) -> Vec<(f64, f64)> {
+    let mut half = [[(0.0, 0.0); 6]; 6];
     for i in 0..t {
-        for j in 0..t {
-            v += p[i] * x(i, j) * q[j];
-            scale += (p[i] * x(i, j) * q[j]).abs();
+        for (b, qb) in q.iter().enumerate() {
+            for j in 0..t {
+                half[i][b].0 += x[i][j] * qb[j];
+                half[i][b].1 += (x[i][j] * qb[j]).abs();
+            }
         }
     }
-    (v, scale)
+    let mut out = Vec::new();
+    for pa in p {
+        for b in 0..q.len() {
+            let (mut v, mut scale) = (0.0, 0.0);
+            for i in 0..t {
+                v += pa[i] * half[i][b].0;
+                scale += pa[i].abs() * half[i][b].1;
+            }
+            out.push((v, scale));
+        }
+    }
+    out
 }
 
-/// The vector Winograd transforms (`simd/winograd.rs`) on every table, Miri-sized: equal to
-/// `Bᵀ d B` and `Aᵀ m A` (+ bias, + residual, ReLU) in f64 within rounding, and to the
-/// portable table's bits (every ISA takes the sums in one order, multiplies and adds
+/// The vector Winograd transforms (`simd/winograd.rs`), Miri-sized: the portable table's
+/// equal `Bᵀ d B` and `Aᵀ m A` (+ bias, + residual, ReLU) in f64 within rounding, and every
+/// other table gives its bits (every ISA takes the sums in one order, multiplies and adds
 /// apart). A block of tile rows 1 and 2 of a 3-row plane whose last row runs past the
-/// output; rows of ⌈37 / m⌉ tiles, so one ends part-way through a vector on every ISA;
+/// output; rows of 9 tiles, so one ends part-way through a vector on every ISA;
 /// the input transform of a channel range that does not start at 0; products that end
 /// part-way through a vector; each residual kind.
 #[test]
@@ -1384,18 +1399,32 @@ fn winograd_transforms_match_f64() {
         let rows = 1..th;
         let tiles = rows.len() * tw;
         let (bt, at) = winograd_matrices(tile);
-        let portable = Isa::Portable.kernels();
+        // `V[ξ][tile][channel]` of input channels 1 and 2, from a table's panels.
         let run_input = |k: &Kernels| {
-            let panels = tiles.div_ceil(k.nr);
-            let ld = 2 * k.nr;
+            let (nr, panels) = (k.nr, tiles.div_ceil(k.nr));
+            let ld = 2 * nr;
             let mut packed = vec![f32::NAN; t * t * panels * ld];
             let mut out = MatMut::from_slice(&mut packed, ld, t * t * panels, ld);
             let mut work = vec![0.0; input_work_len(tile, tiles, tw)];
             k.winograd_input(&g, &x, rows.clone(), 1..3, &mut out, &mut work);
-            packed
+            let mut v = Vec::new();
+            for xi in 0..t * t {
+                for q in 0..panels * nr {
+                    for ch in 0..2 {
+                        let got = packed[(xi * panels + q / nr) * ld + ch * nr + q % nr];
+                        if q < tiles {
+                            v.push(got);
+                        } else {
+                            assert_eq!(got, 0.0, "{tile:?} {}: lane past the tiles", k.isa);
+                        }
+                    }
+                }
+            }
+            v
         };
-        // Output channels, products of `n` of them per `ξ`, whole panels of 16 tiles.
-        let (n, ldm) = (2, tiles.next_multiple_of(16));
+        // Two output channels, `n` of them per `ξ` in the products, rows of exactly the
+        // tiles: the last vector of tiles runs past the products' end on every ISA.
+        let (n, ldm) = (2, tiles);
         let products = random_vec(t * t * n * ldm, 2);
         let bias = random_vec(n, 3);
         let y0 = rows.start * m;
@@ -1425,73 +1454,75 @@ fn winograd_transforms_match_f64() {
             k.winograd_output(&g, mv, n, rows.clone(), &e, &mut out, &mut []);
             y
         };
-        for k in tables() {
-            let what = format!("{tile:?} {}", k.isa);
-            let (nr, panels) = (k.nr, tiles.div_ceil(k.nr));
-            let packed = run_input(k);
-            if k.nr == portable.nr {
-                assert_eq!(
-                    bits(&packed),
-                    bits(&run_input(portable)),
-                    "{what}: input bits"
-                );
-            }
+        // The portable table against f64.
+        let portable = Isa::Portable.kernels();
+        let v = run_input(portable);
+        for q in 0..tiles {
+            let (ty, tx) = (rows.start + q / tw, q % tw);
             for ch in 0..2 {
                 let plane = &x[(ch + 1) * oh * ow..(ch + 2) * oh * ow];
-                let d = |ty: usize, tx: usize, i: usize, j: usize| {
-                    let (iy, ix) = ((m * ty + i).wrapping_sub(py), (m * tx + j).wrapping_sub(px));
-                    if iy < oh && ix < ow {
-                        f64::from(plane[iy * ow + ix])
-                    } else {
-                        0.0
-                    }
-                };
-                for q in 0..panels * nr {
-                    for (a, b) in (0..t).flat_map(|a| (0..t).map(move |b| (a, b))) {
-                        let got =
-                            packed[((a * t + b) * panels + q / nr) * 2 * nr + ch * nr + q % nr];
-                        if q >= tiles {
-                            assert_eq!(got, 0.0, "{what}: lane past the last tile");
-                            continue;
+                let mut d = [[0.0f64; 6]; 6];
+                for (i, di) in d.iter_mut().enumerate().take(t) {
+                    for (j, dij) in di.iter_mut().enumerate().take(t) {
+                        let iy = (m * ty + i).wrapping_sub(py);
+                        let ix = (m * tx + j).wrapping_sub(px);
+                        if iy < oh && ix < ow {
+                            *dij = f64::from(plane[iy * ow + ix]);
                         }
-                        let (ty, tx) = (rows.start + q / tw, q % tw);
-                        let (want, scale) = bilinear(&bt[a], &bt[b], t, |i, j| d(ty, tx, i, j));
-                        let err = (f64::from(got) - want).abs();
-                        assert!(
-                            err <= 1e-6 * scale + 1e-30,
-                            "{what}: V[{a}][{b}] tile {q}: {got} against {want}"
-                        );
                     }
                 }
+                for (xi, (want, scale)) in sandwich(&bt, &bt, t, &d).into_iter().enumerate() {
+                    let got = f64::from(v[(xi * tiles + q) * 2 + ch]);
+                    assert!(
+                        (got - want).abs() <= 1e-6 * scale,
+                        "{tile:?}: V[{xi}] tile {q} channel {ch}: {got} against {want}"
+                    );
+                }
             }
-            for kind in 0..3 {
-                let y = run_output(k, kind);
-                assert_eq!(
-                    bits(&y),
-                    bits(&run_output(portable, kind)),
-                    "{what}: output bits, residual {kind}"
-                );
-                for ch in 0..n {
-                    for p in 0..pixels {
-                        let (oy, ox) = (y0 + p / ow, p % ow);
-                        let (ty, tx) = (oy / m, ox / m);
-                        let q = (ty - rows.start) * tw + tx;
-                        let mm = |i: usize, j: usize| {
-                            f64::from(products[((i * t + j) * n + ch) * ldm + q])
-                        };
-                        let (mut want, scale) = bilinear(&at[oy % m], &at[ox % m], t, mm);
-                        want += f64::from(bias[ch]);
+        }
+        let outputs: Vec<Vec<f32>> = (0..3).map(|kind| run_output(portable, kind)).collect();
+        for ch in 0..n {
+            for q in 0..tiles {
+                let (ty, tx) = (rows.start + q / tw, q % tw);
+                let mut mm = [[0.0f64; 6]; 6];
+                for (i, mi) in mm.iter_mut().enumerate().take(t) {
+                    for (j, mij) in mi.iter_mut().enumerate().take(t) {
+                        *mij = f64::from(products[((i * t + j) * n + ch) * ldm + q]);
+                    }
+                }
+                let ys = sandwich(&at, &at, t, &mm);
+                for (k, &(y, scale)) in ys.iter().enumerate() {
+                    let (oy, ox) = (ty * m + k / m, tx * m + k % m);
+                    if oy >= oh || ox >= ow {
+                        continue;
+                    }
+                    let p = (oy - y0) * ow + ox;
+                    for (kind, out) in outputs.iter().enumerate() {
+                        let mut want = y + f64::from(bias[ch]);
                         if kind > 0 {
                             want += f64::from(residual[ch * pixels + p]);
                         }
-                        let got = f64::from(y[ch * pixels + p]);
-                        let err = (got - act_f64(Activation::Relu, want)).abs();
+                        let want = act_f64(Activation::Relu, want);
+                        let got = f64::from(out[ch * pixels + p]);
                         assert!(
-                            err <= 1e-6 * (scale + 2.0) + 1e-30,
-                            "{what}: residual {kind}, channel {ch}, pixel {p}: {got} against {want}"
+                            (got - want).abs() <= 1e-6 * (scale + 2.0),
+                            "{tile:?}: residual {kind}, channel {ch}, pixel {p}: {got} against {want}"
                         );
                     }
                 }
+            }
+        }
+        // Every other table against the portable one, bit for bit.
+        for k in tables().into_iter().filter(|k| !std::ptr::eq(*k, portable)) {
+            let what = format!("{tile:?} {}", k.isa);
+            assert_eq!(bits(&run_input(k)), bits(&v), "{what}: input transform");
+            for (kind, want) in outputs.iter().enumerate() {
+                let got = run_output(k, kind);
+                assert_eq!(
+                    bits(&got),
+                    bits(want),
+                    "{what}: output transform, residual {kind}"
+                );
             }
         }
     }
