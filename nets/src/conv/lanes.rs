@@ -30,7 +30,7 @@
 //! 0.828. Winograd still wins from 48 input channels on planes it tiles (`48 → 192` on
 //! 27×27: 0.97 against 1.25 ms), and, with its vector transforms, from 32 on 27×27 and on
 //! SqueezeNet's 13×13 planes (figures at [`super::winograd::MIN_IN_CHANNELS`] and
-//! [`super::winograd::SMALL_PLANE_F4_BYTES`]).
+//! [`super::winograd::SMALL_PLANE_F4_CHANNELS`]).
 //!
 //! [`pays_off`] comes from the layers of frames (`frame --net NET --width 1 --profile`,
 //! this path against the direct one, same VM): it lost where a tile has few steps at

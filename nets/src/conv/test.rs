@@ -124,25 +124,25 @@ fn algorithm_order() {
         assert_eq!(on(isa, 16, 64, 3, 1, 1, 55), ConvAlgo::Winograd);
         assert_eq!(on(isa, 32, 128, 3, 1, 1, 27), ConvAlgo::Winograd);
         assert_eq!(on(isa, 64, 256, 3, 1, 1, 13), ConvAlgo::Direct);
+        assert_eq!(on(isa, 512, 512, 3, 1, 1, 14), ConvAlgo::Winograd2);
         assert_eq!(on(isa, 3, 64, 7, 2, 3, 224), ConvAlgo::Direct);
         assert_eq!(on(isa, 64, 192, 5, 1, 2, 27), ConvAlgo::Winograd5);
     }
     // On AVX2:
     let choose = |c, k, kernel, s, p, side| on(Isa::Avx2, c, k, kernel, s, p, side);
     assert_eq!(choose(64, 64, 3, 1, 1, 56), ConvAlgo::Winograd);
-    // F(4×4) makes 16 tiles of 14×14, F(2×2) 49; of 7×7, 4 and 16.
-    assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd2);
-    // F(2×2) from `MIN_CHANNELS_F2` input channels; below that, F(4×4) on 16 tiles from
-    // `SMALL_PLANE_F4_CHANNELS` where its weights take at most `SMALL_PLANE_F4_BYTES`
-    // (SqueezeNet's 13×13 expands), else channel lanes.
-    assert_eq!(choose(96, 384, 3, 1, 1, 13), ConvAlgo::Winograd2);
+    // F(4×4) makes 16 tiles of 14×14, F(2×2) 49; of 7×7, 4 and 16. Where the lanes path
+    // runs, F(4×4) on 16 tiles from `SMALL_PLANE_F4_CHANNELS` input channels, instead of
+    // F(2×2) or of no tiling (SqueezeNet's 13×13 expands); below that channel lanes.
+    assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd);
+    assert_eq!(choose(96, 384, 3, 1, 1, 13), ConvAlgo::Winograd);
     assert_eq!(choose(64, 256, 3, 1, 1, 13), ConvAlgo::Winograd);
     assert_eq!(choose(48, 192, 3, 1, 1, 13), ConvAlgo::Winograd);
+    assert_eq!(choose(47, 192, 3, 1, 1, 13), ConvAlgo::Lanes);
     assert_eq!(choose(32, 128, 3, 1, 1, 14), ConvAlgo::Lanes);
-    // 36 · 80 · 400 · 4 bytes = 4.4 MiB of F(4×4) weights (and 1.1 MiB for channel lanes,
-    // past `lanes::MAX_WEIGHT_BYTES`); a 7×7 plane makes 4 tiles of F(4×4).
-    assert_eq!(choose(80, 400, 3, 1, 1, 13), ConvAlgo::Direct);
     assert_eq!(choose(64, 256, 3, 1, 1, 7), ConvAlgo::Lanes);
+    // F(2×2) where F(4×4) makes fewer than 16 tiles but F(2×2) 32: 12×12 (9 and 36).
+    assert_eq!(choose(512, 512, 3, 1, 1, 12), ConvAlgo::Winograd2);
     // 9.4 MB of weights: past `lanes::MAX_WEIGHT_BYTES`.
     assert_eq!(choose(512, 512, 3, 1, 1, 7), ConvAlgo::Direct);
     assert_eq!(choose(256, 256, 3, 1, 1, 28), ConvAlgo::Winograd);

@@ -48,7 +48,7 @@
 //! # When it pays off, and which tiling
 //! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels (where the
 //! channel-lanes path runs, [`pays_off_beside_lanes`]: [`MIN_IN_CHANNELS`] input channels,
-//! and F(4×4) on 13×13 and 14×14 planes where its weights are small), then F(4×4) if it
+//! and F(4×4) instead of F(2×2) on 13×13 and 14×14 planes), then F(4×4) if it
 //! makes at least [`MIN_TILES`] output tiles (one AVX-512 panel), else F(2×2) if that
 //! does (with at least [`MIN_CHANNELS_F2`] input channels), else the direct path; for a
 //! 5×5 kernel, F(2×2, 5×5) if it makes [`MIN_TILES`].
@@ -164,21 +164,22 @@ pub const MIN_CHANNELS: usize = 16;
 /// transforms the threshold was 48: `32 → 128` then took 0.633 ms alone against 0.565.
 pub const MIN_IN_CHANNELS: usize = 32;
 
-/// Most bytes of F(4×4)'s transformed weights (`36·K·C` floats) for F(4×4) on a plane of
-/// fewer than [`MIN_TILES`] tiles (but at least half that) where the channel-lanes path
-/// runs ([`pays_off_beside_lanes`], a decision from measurements). SqueezeNet's 13×13
-/// expands (16 tiles; `48 → 192` 1.3 MB, `64 → 256` 2.4 MB) took 0.31–0.33 and 0.45–0.49 ms
-/// a frame with F(4×4) against 0.32–0.34 and 0.56–0.61 with channel lanes (the runs of
-/// [`MIN_IN_CHANNELS`]). Larger layers on such planes (VGG16's, ResNet50's and AlexNet's,
-/// 9–38 MB) keep F(2×2), whose weights, read from memory each frame, are 16/36 of them.
-pub const SMALL_PLANE_F4_BYTES: usize = 4 << 20;
-
-/// Fewest input channels for F(4×4) on such a small plane ([`pays_off_beside_lanes`], a
-/// decision from measurements): GoogLeNet's `32 → 64` and `32 → 128` 3×3 convs on 14×14
-/// took 0.156 and 0.270 ms a frame with F(4×4) against 0.093 and 0.188 with channel lanes
-/// (fastest of three rounds each, `frame --net googlenet --width 1 --profile`, builds
-/// taking turns, same VM). A 13×13 or 14×14 plane fills half the vectors of the
-/// transforms (4 tiles a row, 8 lanes).
+/// Fewest input channels for F(4×4) on a plane of fewer than [`MIN_TILES`] tiles (but at
+/// least half that: 13×13 and 14×14) where the channel-lanes path runs
+/// ([`pays_off_beside_lanes`], a decision from measurements). With the vector transforms
+/// F(4×4) beat F(2×2) on every such layer measured, its transformed weights read from
+/// memory each frame notwithstanding (`frame --net NET --width 1 --profile`, `--conv
+/// winograd` against `auto`, fastest of three rounds taking turns, 2-core AMD EPYC Zen 3
+/// VM): VGG16's `512 → 512` 14×14 convs (38 MB) 4.5–4.9 ms against 7.8–7.9, ResNet50's
+/// `256 → 256` 1.29–1.34 against 1.69–1.77, AlexNet's 13×13 convs 1.76, 2.38 and 1.60
+/// against 2.40, 3.52 and 2.25, GoogLeNet's 14×14 ones 0.56–1.04 against 0.62–1.43, Tiny
+/// YOLOv2's `conv8` (`1024 → 1024`, 151 MB) 16.3 against 24.8. It beat channel lanes on
+/// SqueezeNet's 13×13 expands (`48 → 192` 0.31–0.33 against 0.32–0.34, `64 → 256`
+/// 0.45–0.49 against 0.56–0.61) but lost on GoogLeNet's `32 → 64` and `32 → 128` on 14×14
+/// (0.156 and 0.270 ms against 0.093 and 0.188): a 13×13 or 14×14 plane fills half the
+/// vectors of the transforms (4 tiles a row, 8 lanes), which a deep reduction repays.
+/// A 7×7 plane (4 tiles) stays with [`pays_off`]'s choice: ResNet50's `layer4` 3×3 convs
+/// took 3.9–4.0 ms with F(4×4) against 2.8 on the direct path.
 pub const SMALL_PLANE_F4_CHANNELS: usize = 48;
 
 /// Fewest input channels for F(2×2, 3×3) (a decision, from measurements): its transforms
@@ -192,8 +193,8 @@ pub const SMALL_PLANE_F4_CHANNELS: usize = 48;
 /// 0.47–0.72, three rounds (`frame --net squeezenet1_1 --profile --conv direct|auto`). The
 /// layers F(2×2) was chosen for (VGG16's, ResNet50's and AlexNet's 13×13 and 14×14 convs,
 /// 192 input channels or more, above) keep it; GoogLeNet's (96 to 160) too, unmeasured.
-/// Where the channel-lanes path runs, SqueezeNet's two now take F(4×4)
-/// ([`SMALL_PLANE_F4_BYTES`]).
+/// Where the channel-lanes path runs, all of them now take F(4×4)
+/// ([`SMALL_PLANE_F4_CHANNELS`]).
 pub const MIN_CHANNELS_F2: usize = 96;
 
 /// Fewest output tiles for [`pays_off`], in the tiling it picks (module docs).
@@ -250,24 +251,25 @@ pub fn pays_off(p: &Conv2dParams, input: Shape) -> Option<Tile> {
 
 /// [`pays_off`] where the channel-lanes path runs
 /// ([`ConvAlgo::choose`](super::ConvAlgo::choose)): only from [`MIN_IN_CHANNELS`] input
-/// channels; there, on a plane where F(4×4) makes from half of [`MIN_TILES`] tiles but
-/// [`pays_off`] takes no tiling, F(4×4) from [`SMALL_PLANE_F4_CHANNELS`] input channels
-/// where its transformed weights take at most [`SMALL_PLANE_F4_BYTES`].
+/// channels; there F(4×4) instead of F(2×2) or of no tiling on a plane where it makes
+/// from half of [`MIN_TILES`] tiles, from [`SMALL_PLANE_F4_CHANNELS`] input channels.
 pub fn pays_off_beside_lanes(p: &Conv2dParams, input: Shape) -> Option<Tile> {
     if p.in_channels < MIN_IN_CHANNELS {
         return None;
     }
-    pays_off(p, input).or_else(|| {
-        let o = p.out_shape(input).ok()?;
-        let f4 = Tile::F4;
-        let bytes = f4.positions() * p.in_channels * p.out_channels * 4;
-        (f4.applies(p)
-            && p.in_channels >= SMALL_PLANE_F4_CHANNELS
-            && p.out_channels >= MIN_CHANNELS
-            && f4.tiles(o.h, o.w) >= MIN_TILES / 2
-            && bytes <= SMALL_PLANE_F4_BYTES)
-            .then_some(f4)
-    })
+    let f4 = Tile::F4;
+    let small_plane_f4 = || {
+        p.out_shape(input).is_ok_and(|o| {
+            f4.applies(p)
+                && p.in_channels >= SMALL_PLANE_F4_CHANNELS
+                && p.out_channels >= MIN_CHANNELS
+                && f4.tiles(o.h, o.w) >= MIN_TILES / 2
+        })
+    };
+    match pays_off(p, input) {
+        Some(Tile::F2) | None if small_plane_f4() => Some(f4),
+        tile => tile,
+    }
 }
 
 /// `G` of F(4×4, 3×3) (6×3).
