@@ -179,7 +179,11 @@ pub const MIN_IN_CHANNELS: usize = 32;
 /// (0.156 and 0.270 ms against 0.093 and 0.188): a 13×13 or 14×14 plane fills half the
 /// vectors of the transforms (4 tiles a row, 8 lanes), which a deep reduction repays.
 /// A 7×7 plane (4 tiles) stays with [`pays_off`]'s choice: ResNet50's `layer4` 3×3 convs
-/// took 3.9–4.0 ms with F(4×4) against 2.8 on the direct path.
+/// took 3.9–4.0 ms with F(4×4) against 2.8 on the direct path. On the 16-core x86-64 Linux
+/// machine (AVX-512: 16 lanes, a quarter filled on such planes) F(4×4) ran level with
+/// F(2×2) on AlexNet's 13×13 convs (1.55, 2.07 and 1.44 ms against 1.56, 2.11 and 1.46)
+/// and lost on GoogLeNet's 14×14 ones (`inception4a` 1.12 against 0.53), so the rule
+/// stays with the lanes path (AVX2).
 pub const SMALL_PLANE_F4_CHANNELS: usize = 48;
 
 /// Fewest input channels for F(2×2, 3×3) (a decision, from measurements): its transforms
