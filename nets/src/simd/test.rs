@@ -1345,22 +1345,24 @@ fn winograd_matrices(tile: crate::conv::winograd::Tile) -> (Vec<[f64; 6]>, Vec<[
 /// with every term's magnitude: `out[a][b] = Σ_ij P[a][i]·x[i][j]·Q[b][j]`, one axis then
 /// the other.
 fn sandwich(p: &[[f64; 6]], q: &[[f64; 6]], t: usize, x: &[[f64; 6]; 6]) -> Vec<(f64, f64)> {
-    let mut half = [[(0.0, 0.0); 6]; 6];
-    for i in 0..t {
-        for (b, qb) in q.iter().enumerate() {
-            for j in 0..t {
-                half[i][b].0 += x[i][j] * qb[j];
-                half[i][b].1 += (x[i][j] * qb[j]).abs();
-            }
-        }
-    }
+    // half[b][i] = Σ_j x[i][j]·Q[b][j], with its magnitude.
+    let half: Vec<[(f64, f64); 6]> = q
+        .iter()
+        .map(|qb| {
+            std::array::from_fn(|i| {
+                (0..t).fold((0.0, 0.0), |(v, m), j| {
+                    (v + x[i][j] * qb[j], m + (x[i][j] * qb[j]).abs())
+                })
+            })
+        })
+        .collect();
     let mut out = Vec::new();
     for pa in p {
-        for b in 0..q.len() {
+        for hb in &half {
             let (mut v, mut scale) = (0.0, 0.0);
             for i in 0..t {
-                v += pa[i] * half[i][b].0;
-                scale += pa[i].abs() * half[i][b].1;
+                v += pa[i] * hb[i].0;
+                scale += pa[i].abs() * hb[i].1;
             }
             out.push((v, scale));
         }
