@@ -285,7 +285,7 @@ impl Conv2d {
                             .expect("the block is multiplied: its multiply phase finished");
                         let (kernels, block_products) = (self.kernels, &*products);
                         self.write_block(inputs, pixels, channels, output, |channels, out, e| {
-                            two.finish(kernels, block_products, block, channels, out, e, work);
+                            two.finish(kernels, block_products, block, channels, out, e);
                         });
                     }
                     None => {

@@ -392,9 +392,7 @@ pub(crate) trait TwoStep {
         out: &mut MatMut<'_>,
     );
     /// Turns block `block`'s `products` into output channels `channels` (`out`: those
-    /// channels × the block's pixels), with the epilogue; `work` holds
-    /// [`Engine::work_len`]`(channels.len())` floats, as for `compute`.
-    #[allow(clippy::too_many_arguments)]
+    /// channels × the block's pixels), with the epilogue.
     fn finish(
         &self,
         kernels: &Kernels,
@@ -403,7 +401,6 @@ pub(crate) trait TwoStep {
         channels: Range<usize>,
         out: &mut MatMut<'_>,
         epilogue: &BlockEpilogue<'_>,
-        work: &mut [f32],
     );
 }
 

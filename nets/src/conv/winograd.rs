@@ -555,7 +555,7 @@ impl Engine for Winograd {
             let n = self.sub.min(channels.len() - s0);
             let sub = channels.start + s0..channels.start + s0 + n;
             let xi = self.xi();
-            let (m, scratch) = work.split_at_mut(xi * n * ldm);
+            let m = &mut work[..xi * n * ldm];
             let mut view = MatMut::from_slice(m, ldm, xi * n, ldm);
             self.gemms(kernels, blocking, packed, rows.len(), 0..xi, sub, &mut view);
             let e = BlockEpilogue {
@@ -569,7 +569,7 @@ impl Engine for Winograd {
                 ldm,
                 stride: n,
             };
-            kernels.winograd_output(&self.geo, m, n, rows.clone(), &e, &mut dst, scratch);
+            kernels.winograd_output(&self.geo, m, n, rows.clone(), &e, &mut dst);
         }
     }
 
@@ -620,7 +620,6 @@ impl TwoStep for Winograd {
         channels: Range<usize>,
         out: &mut MatMut<'_>,
         epilogue: &BlockEpilogue<'_>,
-        work: &mut [f32],
     ) {
         let rows = self.block_tiles(block);
         let ldm = self.ldm(rows.len());
@@ -630,7 +629,7 @@ impl TwoStep for Winograd {
             stride: self.k,
         };
         let n = channels.len();
-        kernels.winograd_output(&self.geo, m, n, rows, epilogue, out, work);
+        kernels.winograd_output(&self.geo, m, n, rows, epilogue, out);
     }
 }
 

@@ -294,15 +294,8 @@ pub(crate) type WinogradInputFn =
 ///
 /// # Safety
 /// The CPU runs the kernel's ISA.
-pub(crate) type WinogradOutputFn = unsafe fn(
-    &Geometry,
-    Products<'_>,
-    usize,
-    Range<usize>,
-    &BlockEpilogue<'_>,
-    &mut MatMut<'_>,
-    &mut [f32],
-);
+pub(crate) type WinogradOutputFn =
+    unsafe fn(&Geometry, Products<'_>, usize, Range<usize>, &BlockEpilogue<'_>, &mut MatMut<'_>);
 
 /// The 2×2/2 max pool of one plane ([`crate::pool::max_2x2`]), compiled for the table's
 /// ISA.
@@ -891,7 +884,6 @@ impl Kernels {
 
     /// The Winograd output transform of the first `n` channels of `m` (`winograd_output!`),
     /// compiled for this table's ISA.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn winograd_output(
         &self,
         g: &Geometry,
@@ -900,10 +892,9 @@ impl Kernels {
         rows: Range<usize>,
         e: &BlockEpilogue<'_>,
         out: &mut MatMut<'_>,
-        work: &mut [f32],
     ) {
         // SAFETY: as `winograd_input`.
-        unsafe { (self.winograd_output)(g, m, n, rows, e, out, work) }
+        unsafe { (self.winograd_output)(g, m, n, rows, e, out) }
     }
 
     /// The 2×2/2 max pool of one unpadded plane (see [`crate::pool::max_2x2`]), compiled

@@ -163,7 +163,7 @@ mod blocked {
         load_t = load_t
     );
 
-    winograd_output!(
+    winograd_transforms!(
         attr = {},
         V,
         lanes = 4,
@@ -178,19 +178,6 @@ mod blocked {
         min = min,
         leaky = leaky,
         interleave = interleave
-    );
-
-    winograd_input!(
-        attr = {},
-        V,
-        lanes = 4,
-        zero = zero,
-        load = load,
-        store = store,
-        set1 = set1,
-        add = add,
-        sub = sub,
-        mul = mul
     );
 }
 

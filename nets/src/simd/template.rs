@@ -822,17 +822,11 @@ macro_rules! isa_kernels {
                 load_t = $load_t
             );
 
-            winograd_output!(
+            winograd_transforms!(
                 attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
                 zero = $zero, load = $load, store = $store, set1 = $set1, add = $add,
                 sub = $sub, mul = $mul, max = $max, min = $min, leaky = $leaky,
                 interleave = $interleave
-            );
-
-            winograd_input!(
-                attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
-                zero = $zero, load = $load, store = $store, set1 = $set1, add = $add,
-                sub = $sub, mul = $mul
             );
 
             pub(crate) const MAX_3X3_S2: Option<$crate::simd::MaxPool3x3Fn> = $max3;

@@ -1161,6 +1161,69 @@ fn max_pool_3x3_s2_kernels_match_the_separable_route() {
     }
 }
 
+/// `p` (with ReLU) on `input`, forced to `algo` on every table: against the naive conv
+/// within `tol`; the chunks `chunks(count)` of output channels with the whole layer's
+/// bits; a fused residual, given apart and read from the output in place, with the bits
+/// of the conv followed by the add. `label` names the case in failures.
+fn check_forced_conv(
+    p: crate::conv::Conv2dParams,
+    input: crate::tensor::Shape,
+    algo: crate::conv::ConvAlgo,
+    tol: f32,
+    chunks: impl Fn(usize) -> Vec<usize>,
+    label: &str,
+) {
+    use crate::conv::Conv2d;
+    use crate::kernel::{Kernel, Scratch};
+    use crate::naive;
+    use crate::test_util::{abs, assert_close, bits, random_vec};
+    let (w, b, x) = (
+        random_vec(p.weight_len(), 1),
+        random_vec(p.out_channels, 2),
+        random_vec(input.len(), 3),
+    );
+    let want = naive::conv2d(&p, input, &x, &w, &b);
+    let scale = naive::conv2d(
+        &p.with_act(Activation::None),
+        input,
+        &abs(&x),
+        &abs(&w),
+        &abs(&b),
+    );
+    for k in tables() {
+        let conv = |act| {
+            let (w, b) = (w.clone(), Some(b.clone()));
+            Conv2d::with_options(p.with_act(act), input, w, b, Some(algo), k.isa).unwrap()
+        };
+        let relu = conv(Activation::Relu);
+        assert_eq!(relu.algo(), algo);
+        let what = format!("{label} {}", k.isa);
+        let got = relu.forward(&[&x], &mut Scratch::new());
+        assert_close(&got, &want, &scale, tol, &what);
+        for chunk in chunks(relu.plan().count()) {
+            let range = relu.output_range(chunk..chunk + 1);
+            let mut part = vec![f32::NAN; range.len()];
+            relu.compute_chunks(&[&x], chunk..chunk + 1, &mut part, &mut Scratch::new());
+            assert_eq!(bits(&part), bits(&got[range]), "{what} chunk {chunk}");
+        }
+        let plain = conv(Activation::None);
+        let r = random_vec(got.len(), 4);
+        let sum: Vec<f32> = plain
+            .forward(&[&x], &mut Scratch::new())
+            .iter()
+            .zip(&r)
+            .map(|(&y, &r)| Activation::Relu.apply(y + r))
+            .collect();
+        let fused = relu.clone().with_residual(true);
+        let apart = fused.forward(&[&x, &r], &mut Scratch::new());
+        assert_eq!(bits(&apart), bits(&sum), "{what} residual");
+        let mut own = r.clone();
+        let all = 0..fused.plan().count();
+        fused.compute_chunks(&[&x], all, &mut own, &mut Scratch::new());
+        assert_eq!(bits(&own), bits(&sum), "{what} residual in place");
+    }
+}
+
 /// The channel-lanes conv kernel of every ISA ([`Kernels::lanes_conv`], through
 /// `conv::lanes`): a layer small enough for Miri, with more channels than one panel and a
 /// plane whose tiles end part-way, at strides 1 and 2: against the reference; output
@@ -1169,62 +1232,19 @@ fn max_pool_3x3_s2_kernels_match_the_separable_route() {
 /// after the conv.
 #[test]
 fn lanes_conv_matches_reference() {
-    use crate::activation::Activation;
-    use crate::conv::{Conv2d, Conv2dParams, ConvAlgo};
-    use crate::kernel::{Kernel, Scratch};
-    use crate::naive;
+    use crate::conv::{Conv2dParams, ConvAlgo};
     use crate::tensor::Shape;
-    use crate::test_util::{abs, assert_close, bits, random_vec};
     for (stride, side) in [(1, 5), (2, 7)] {
         let p = Conv2dParams::new(3, 20, 3, stride, 1).with_act(Activation::Relu);
-        let input = Shape::new(3, side, side);
-        let (w, b, x) = (
-            random_vec(p.weight_len(), 1),
-            random_vec(20, 2),
-            random_vec(input.len(), 3),
+        // Chunks of 4 channels: the second starts inside a panel (of 8 or more).
+        check_forced_conv(
+            p,
+            Shape::new(3, side, side),
+            ConvAlgo::Lanes,
+            crate::test_util::TOL,
+            |count| vec![1, count - 1],
+            &format!("stride {stride}"),
         );
-        let want = naive::conv2d(&p, input, &x, &w, &b);
-        let scale = naive::conv2d(
-            &p.with_act(Activation::None),
-            input,
-            &abs(&x),
-            &abs(&w),
-            &abs(&b),
-        );
-        for k in tables() {
-            let lanes = |act| {
-                let (w, b) = (w.clone(), Some(b.clone()));
-                Conv2d::with_options(p.with_act(act), input, w, b, Some(ConvAlgo::Lanes), k.isa)
-                    .unwrap()
-            };
-            let conv = lanes(Activation::Relu);
-            let what = format!("stride {stride} {}", k.isa);
-            let got = conv.forward(&[&x], &mut Scratch::new());
-            assert_close(&got, &want, &scale, crate::test_util::TOL, &what);
-            // Chunks of 4 channels: the second starts inside a panel (of 8 or more).
-            for chunk in [1, conv.plan().count() - 1] {
-                let range = conv.output_range(chunk..chunk + 1);
-                let mut part = vec![f32::NAN; range.len()];
-                conv.compute_chunks(&[&x], chunk..chunk + 1, &mut part, &mut Scratch::new());
-                assert_eq!(bits(&part), bits(&got[range]), "{what} chunk {chunk}");
-            }
-            // A fused residual, apart and in place.
-            let plain = lanes(Activation::None);
-            let r = random_vec(got.len(), 4);
-            let sum: Vec<f32> = plain
-                .forward(&[&x], &mut Scratch::new())
-                .iter()
-                .zip(&r)
-                .map(|(&y, &r)| Activation::Relu.apply(y + r))
-                .collect();
-            let fused = conv.clone().with_residual(true);
-            let apart = fused.forward(&[&x, &r], &mut Scratch::new());
-            assert_eq!(bits(&apart), bits(&sum), "{what} residual");
-            let mut own = r.clone();
-            let chunks = 0..fused.plan().count();
-            fused.compute_chunks(&[&x], chunks, &mut own, &mut Scratch::new());
-            assert_eq!(bits(&own), bits(&sum), "{what} residual in place");
-        }
     }
 }
 
@@ -1238,65 +1258,23 @@ fn lanes_conv_matches_reference() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn winograd_conv_matches_reference() {
-    use crate::activation::Activation;
     use crate::conv::winograd::ERROR_BOUND;
-    use crate::conv::{Conv2d, Conv2dParams, ConvAlgo};
-    use crate::kernel::{Kernel, Scratch};
-    use crate::naive;
+    use crate::conv::{Conv2dParams, ConvAlgo};
     use crate::tensor::Shape;
-    use crate::test_util::{abs, assert_close, bits, random_vec};
     for (algo, kernel) in [
         (ConvAlgo::Winograd, 3),
         (ConvAlgo::Winograd2, 3),
         (ConvAlgo::Winograd5, 5),
     ] {
         let p = Conv2dParams::new(2, 5, kernel, 1, kernel / 2).with_act(Activation::Relu);
-        let input = Shape::new(2, 9, 37);
-        let (w, b, x) = (
-            random_vec(p.weight_len(), 1),
-            random_vec(5, 2),
-            random_vec(input.len(), 3),
+        check_forced_conv(
+            p,
+            Shape::new(2, 9, 37),
+            algo,
+            ERROR_BOUND as f32,
+            |count| (0..count).collect(),
+            &format!("{algo:?}"),
         );
-        let want = naive::conv2d(&p, input, &x, &w, &b);
-        let scale = naive::conv2d(
-            &p.with_act(Activation::None),
-            input,
-            &abs(&x),
-            &abs(&w),
-            &abs(&b),
-        );
-        for k in tables() {
-            let conv = |act| {
-                let (w, b) = (w.clone(), Some(b.clone()));
-                Conv2d::with_options(p.with_act(act), input, w, b, Some(algo), k.isa).unwrap()
-            };
-            let relu = conv(Activation::Relu);
-            assert_eq!(relu.algo(), algo);
-            let what = format!("{algo:?} {}", k.isa);
-            let got = relu.forward(&[&x], &mut Scratch::new());
-            assert_close(&got, &want, &scale, ERROR_BOUND as f32, &what);
-            for chunk in 0..relu.plan().count() {
-                let range = relu.output_range(chunk..chunk + 1);
-                let mut part = vec![f32::NAN; range.len()];
-                relu.compute_chunks(&[&x], chunk..chunk + 1, &mut part, &mut Scratch::new());
-                assert_eq!(bits(&part), bits(&got[range]), "{what} chunk {chunk}");
-            }
-            let plain = conv(Activation::None);
-            let r = random_vec(got.len(), 4);
-            let sum: Vec<f32> = plain
-                .forward(&[&x], &mut Scratch::new())
-                .iter()
-                .zip(&r)
-                .map(|(&y, &r)| Activation::Relu.apply(y + r))
-                .collect();
-            let fused = relu.clone().with_residual(true);
-            let apart = fused.forward(&[&x, &r], &mut Scratch::new());
-            assert_eq!(bits(&apart), bits(&sum), "{what} residual");
-            let mut own = r.clone();
-            let chunks = 0..fused.plan().count();
-            fused.compute_chunks(&[&x], chunks, &mut own, &mut Scratch::new());
-            assert_eq!(bits(&own), bits(&sum), "{what} residual in place");
-        }
     }
 }
 
@@ -1453,7 +1431,7 @@ fn winograd_transforms_match_f64() {
                 ldm,
                 stride: n,
             };
-            k.winograd_output(&g, mv, n, rows.clone(), &e, &mut out, &mut []);
+            k.winograd_output(&g, mv, n, rows.clone(), &e, &mut out);
             y
         };
         // The portable table against f64.

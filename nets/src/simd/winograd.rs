@@ -6,6 +6,27 @@
 //! layer alone put more time in those transforms than in the GEMMs. The figures after are
 //! in `crate::conv::winograd`'s docs.
 
+/// Generates both transforms, `winograd_input` and `winograd_output`, in the module that
+/// invokes it: [`winograd_input!`] and [`winograd_output!`] with these operations.
+macro_rules! winograd_transforms {
+    (
+        attr = { $(#[$attr:meta])* }, $v:ty, lanes = $lanes:expr, zero = $zero:ident,
+        load = $load:ident, store = $store:ident, set1 = $set1:ident, add = $add:ident,
+        sub = $sub:ident, mul = $mul:ident, max = $max:ident, min = $min:ident,
+        leaky = $leaky:ident, interleave = $interleave:ident
+    ) => {
+        winograd_output!(
+            attr = { $(#[$attr])* }, $v, lanes = $lanes, zero = $zero, load = $load,
+            store = $store, set1 = $set1, add = $add, sub = $sub, mul = $mul, max = $max,
+            min = $min, leaky = $leaky, interleave = $interleave
+        );
+        winograd_input!(
+            attr = { $(#[$attr])* }, $v, lanes = $lanes, zero = $zero, load = $load,
+            store = $store, set1 = $set1, add = $add, sub = $sub, mul = $mul
+        );
+    };
+}
+
 /// Generates `winograd_output` (a [`super::WinogradOutputFn`]) in the module that invokes
 /// it, for the vector type `$v` of `$lanes` floats, with the attributes `$attr` (the
 /// ISA's `target_feature`, none on the portable path). The operations are
@@ -37,7 +58,6 @@ macro_rules! winograd_output {
             rows: std::ops::Range<usize>,
             e: &$crate::gemm::BlockEpilogue<'_>,
             out: &mut $crate::simd::MatMut<'_>,
-            _work: &mut [f32],
         ) {
             use $crate::conv::winograd::Tile;
             // SAFETY: the CPU has the target features (this function's contract).
@@ -85,6 +105,7 @@ macro_rules! winograd_output {
             // Staging for one output row's vectors and their interleaved pixels, set once
             // (zeroing them per row cost a `memset` call each).
             let (mut xs, mut row) = ([0.0f32; 4 * L], [0.0f32; 4 * L]);
+            let residual = !matches!(e.residual, $crate::simd::Residual::None);
             for ch in 0..n {
                 let bias = $set1(e.bias[ch]);
                 for (ri, ty) in rows.clone().enumerate() {
@@ -127,7 +148,6 @@ macro_rules! winograd_output {
                             for (k, y) in ys.iter_mut().enumerate().take(M) {
                                 *y = $add(at(k, qi), bias);
                             }
-                            let residual = !matches!(e.residual, $crate::simd::Residual::None);
                             if !residual {
                                 with_vector_activation!(
                                     e.act,
