@@ -8,9 +8,11 @@
 //! split (by whole blocks or whole weight panels), *private* unless *shared* wins by a
 //! margin (`SHARED_MARGIN`), and *replicated* in place of shared where packing is cheap:
 //!
-//! - **Private**: one item per block. The rank that claims it packs the block into its
-//!   own scratch and computes every output channel of it. No waiting. Best when there are
-//!   many blocks (the early, large layers).
+//! - **Private**: one item per block (for a pair, per group of a block's output channels:
+//!   [`private_groups`]). The rank that claims it packs the block into its own scratch,
+//!   unless it holds it already, and computes the item's output channels of it. No
+//!   waiting. Best when there are many blocks
+//!   (the early, large layers).
 //! - **Shared**: a block's packing units (direct: column panels; Winograd: input channels)
 //!   are packed, in up to [`gang_items`] items, into a buffer the gang shares;
 //!   then its weight panels, in as many groups, are multiplied by it (a direct block
@@ -112,6 +114,33 @@ const SHARED_MARGIN: (usize, usize) = (9, 10);
 /// one-block layers from −1% to +7% of two's time alone (the bench in the module docs).
 const REPLICATED_GROUPS_PER_RANK: usize = 2;
 
+/// Output-channel groups each block of a private schedule is cut into, so that a pair
+/// (rank 0 claiming from the front of the items, rank 1 from the back: [`TaskCtx::share`])
+/// has at least [`gang_items`] items to balance with (a decision, from a measurement).
+/// Items run block by block, so each rank works through the groups of its own end's
+/// blocks and packs another block only where the two meet: at most one extra pack a rank.
+///
+/// With whole blocks, a layer of two blocks had no item to hand over, and the rank whose
+/// core ran slower (its caches, the hypervisor, a neighbour) held the layer. In traces of
+/// SqueezeNet at width 2 (`frame --trace`, 100 frames), its 27×27 `32 → 128` 1×1 conv
+/// ended 44 µs apart on the two ranks of a 99 µs layer, and 5 µs apart of 61 µs with 4
+/// groups; the `32 → 128` Winograd conv beside it 54 µs apart of 351, then 21 of 335.
+/// Frames at width 2 with both cores free stayed level: SqueezeNet, MobileNetV2,
+/// ResNet50, GoogLeNet and AlexNet within ±1% (tenth percentiles, five or six rounds
+/// taking turns). With a CPU hog on the second core (`taskset -c 1 sh -c 'while :; do :;
+/// done'`), which time-slices the second rank in and out, frames swung ±40% between
+/// rounds; over eight rounds each SqueezeNet went from 27.0 to 26.0 ms and MobileNetV2
+/// from 34.9 to 32.7 (medians of the rounds' tenth percentiles; 2-core AMD EPYC Zen 3
+/// VM). Wider gangs all claim from the front, so groups of one block would go to
+/// different ranks that each pack it: they keep whole blocks.
+pub(crate) fn private_groups(blocks: usize, width: usize) -> usize {
+    if width == 2 {
+        gang_items(width).div_ceil(blocks.max(1))
+    } else {
+        1
+    }
+}
+
 impl Schedule {
     /// The schedule whose busiest rank does the least: `ceil(blocks / w)` blocks, against
     /// `ceil(panels / w)` of the `panels` weight panels of every block. Shared is chosen only
@@ -158,7 +187,10 @@ impl Conv2d {
         let width = ctx.width();
         let panels = self.params.out_channels.div_ceil(self.channel_step());
         match Schedule::choose(self.engine.blocks(), panels, width, self.pack_cost()) {
-            Schedule::Private => self.run_owned(ctx, inputs, output, scratch, 1),
+            Schedule::Private => {
+                let groups = private_groups(self.engine.blocks(), width);
+                self.run_owned(ctx, inputs, output, scratch, groups);
+            }
             Schedule::Shared => self.run_shared(ctx, inputs, output, workspace, scratch),
             Schedule::Replicated => {
                 let groups = REPLICATED_GROUPS_PER_RANK * width;

@@ -527,6 +527,8 @@ fn gangs_of_every_width_are_bit_identical() {
     let rt = Runtime::builder().workers(16).pin(false).build().unwrap();
     let mut schedules = std::collections::HashSet::new();
     let mut column_chunks = false;
+    // Whether a pair ran a private schedule's blocks in groups, per two-step or not.
+    let mut pair_groups = [false; 2];
     for (p, input, residual) in [
         // Winograd, one block (its 9.4 MB of transformed weights too large to cut it in
         // two, `SPLIT_WEIGHT_BLOCKS`): shared at any width > 1.
@@ -638,6 +640,9 @@ fn gangs_of_every_width_are_bit_identical() {
                 let two_step = shared && c.algo().tile().is_some();
                 assert_eq!(workspace.products_allocated(), two_step, "{what}");
                 schedules.insert((schedule, two_step, c.blocks() > 1));
+                if schedule == Schedule::Private && gang::private_groups(c.blocks(), width) > 1 {
+                    pair_groups[usize::from(c.algo().tile().is_some())] = true;
+                }
                 column_chunks |= shared
                     && !two_step
                     && c.compute_split(0, crate::kernel::gang_items(width)).1 > 1;
@@ -657,6 +662,26 @@ fn gangs_of_every_width_are_bit_identical() {
         );
     }
     assert!(column_chunks, "a shared block's compute cut by columns ran");
+    assert_eq!(
+        pair_groups, [true; 2],
+        "a pair's private blocks ran in groups"
+    );
+}
+
+/// A pair cuts few private blocks into groups of output channels, to at least its items;
+/// wider gangs keep whole blocks (`gang::private_groups`).
+#[test]
+fn pairs_cut_few_private_blocks_into_groups() {
+    use crate::kernel::gang_items;
+    let items = gang_items(2);
+    assert_eq!(gang::private_groups(1, 2), items);
+    assert_eq!(gang::private_groups(2, 2), items / 2);
+    assert_eq!(gang::private_groups(3, 2), items.div_ceil(3));
+    assert_eq!(gang::private_groups(items, 2), 1);
+    assert_eq!(gang::private_groups(40, 2), 1);
+    for width in [1, 3, 4, 16] {
+        assert_eq!(gang::private_groups(2, width), 1, "width {width}");
+    }
 }
 
 /// The direct path packs whole blocks into half of L2 where the weights are the smaller
