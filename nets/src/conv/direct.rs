@@ -31,7 +31,7 @@ pub(super) struct Direct {
     /// Column blocks ([`super::block_count`]).
     blocks: usize,
     weights: PackedA,
-    /// The GEMM reads the input in place ([`IN_PLACE_MAX_CHANNELS`]).
+    /// The GEMM reads the input in place (`reads_in_place`).
     in_place: bool,
 }
 
@@ -56,6 +56,38 @@ pub(super) struct Direct {
 /// column-panel order whatever its reduction (`gemm.rs`): row-panel order summed the
 /// projections at 1.02–1.13 ms.
 pub(super) const IN_PLACE_MAX_CHANNELS: usize = 32;
+
+/// Most output channels of a pointwise conv that reads a small input in place (at most
+/// [`IN_PLACE_SMALL_INPUT`] floats), where [`IN_PLACE_MAX_CHANNELS`] is the rule for any
+/// input (a decision, from a measurement). Up to 64 rows share a pack, which still cost
+/// more than it saved on inputs that fit a few times in L2; on larger ones each column
+/// panel's rows come from as many planes as the reduction has, too many streams for the
+/// prefetcher. Alone (a scratch `Conv2d::forward` benchmark, best of runs, fastest of three
+/// rounds taking turns; 2-core AMD EPYC Zen 3 VM, AVX2) in place against packed:
+/// `256 → 36` on 28×28 0.161 against 0.192 ms, `192 → 64` on 28×28 0.214 against 0.232,
+/// `64 → 64` on 56×56 0.317 against 0.333, `192 → 64` on 14×14 0.052 against 0.058,
+/// `480 → 64` 0.140 against 0.144, SqueezeNet's `256 → 48`, `384 → 48` and `512 → 64` on
+/// 13×13 0.047, 0.076 and 0.129 against 0.053, 0.079 and 0.136; level within 1.5% for
+/// `384 → 64` on 13×13 and 14×14 and `832 → 48` on 7×7; but `256 → 64` on 56×56 (3.2 MB of
+/// input) 1.298 against 1.235, so it stays packed. In frames (`frame --width 1 --profile`,
+/// fastest of three rounds each) the layers it moved went 3–16% faster: ResNet50's
+/// `layer1.0.conv1` 0.332 → 0.299 ms, GoogLeNet's `conv2` 0.335 → 0.303 and its
+/// `inception3a` 1×1 branch 0.242 → 0.208, MobileNetV2's `features.7` projection 0.064 →
+/// 0.057, SqueezeNet's `features.9` squeeze 0.055 → 0.050; whole frames level within the
+/// VM's ±1%.
+pub(super) const IN_PLACE_SMALL_MAX_CHANNELS: usize = 64;
+
+/// Largest input, in floats (1 MiB), that [`IN_PLACE_SMALL_MAX_CHANNELS`] applies to.
+pub(super) const IN_PLACE_SMALL_INPUT: usize = 1 << 18;
+
+/// Whether a conv's GEMM reads its input in place ([`IN_PLACE_MAX_CHANNELS`],
+/// [`IN_PLACE_SMALL_MAX_CHANNELS`]).
+fn reads_in_place(p: &Conv2dParams, input: Shape) -> bool {
+    let k = p.out_channels;
+    is_pointwise(p)
+        && (k <= IN_PLACE_MAX_CHANNELS
+            || (k <= IN_PLACE_SMALL_MAX_CHANNELS && input.len() <= IN_PLACE_SMALL_INPUT))
+}
 
 /// Fewest column panels in each half of a one-block plane cut in two (a decision, from a
 /// measurement). ResNet50's first `64 → 64` 1×1 conv fits one block of 98 panels; shared
@@ -187,7 +219,7 @@ impl Direct {
             kdim,
             nr: kernels.nr,
             blocks,
-            in_place: is_pointwise(&p) && p.out_channels <= IN_PLACE_MAX_CHANNELS,
+            in_place: reads_in_place(&p, input),
             weights: PackedA::from_rows(
                 kernels.mr,
                 blocking.kc_for(kdim),
@@ -614,7 +646,7 @@ impl Engine for Direct {
         }
     }
 
-    /// Read in place ([`IN_PLACE_MAX_CHANNELS`]), the whole panels of `pixels` come from
+    /// Read in place ([`reads_in_place`]), the whole panels of `pixels` come from
     /// `x`, a row of B per input channel plane, and a short last panel from `packed`.
     fn compute(
         &self,
@@ -696,26 +728,51 @@ mod tests {
     use super::*;
     use crate::cache::CacheSizes;
 
-    /// Only pointwise convs of at most [`IN_PLACE_MAX_CHANNELS`] output channels read their
-    /// input in place (the bits either way: `gemm`'s and `simd`'s tests).
+    /// Only pointwise convs of at most [`IN_PLACE_MAX_CHANNELS`] output channels, or of at
+    /// most [`IN_PLACE_SMALL_MAX_CHANNELS`] on an input of at most [`IN_PLACE_SMALL_INPUT`]
+    /// floats, read their input in place (the bits either way: `gemm`'s and `simd`'s
+    /// tests, and `conv::test::gangs_of_every_width_are_bit_identical`).
     #[test]
     fn few_channel_pointwise_convs_read_their_input_in_place() {
         let kernels = Isa::Portable.kernels();
         let blocking = Blocking::new(kernels, CacheSizes::DEFAULT);
-        let input = Shape::new(8, 10, 10);
-        for (p, want) in [
-            (Conv2dParams::new(8, IN_PLACE_MAX_CHANNELS, 1, 1, 0), true),
+        let small = Shape::new(8, 10, 10);
+        // The largest input of 8 channels that is still small, and one row more.
+        let rows = IN_PLACE_SMALL_INPUT / (8 * 64);
+        let (fits, over) = (Shape::new(8, rows, 64), Shape::new(8, rows + 1, 64));
+        for (p, input, want) in [
+            (
+                Conv2dParams::new(8, IN_PLACE_MAX_CHANNELS, 1, 1, 0),
+                over,
+                true,
+            ),
             (
                 Conv2dParams::new(8, IN_PLACE_MAX_CHANNELS + 1, 1, 1, 0),
+                small,
+                true,
+            ),
+            (
+                Conv2dParams::new(8, IN_PLACE_MAX_CHANNELS + 1, 1, 1, 0),
+                over,
                 false,
             ),
-            (Conv2dParams::new(8, 16, 3, 1, 1), false),
-            (Conv2dParams::new(8, 16, 1, 2, 0), false),
+            (
+                Conv2dParams::new(8, IN_PLACE_SMALL_MAX_CHANNELS, 1, 1, 0),
+                fits,
+                true,
+            ),
+            (
+                Conv2dParams::new(8, IN_PLACE_SMALL_MAX_CHANNELS + 1, 1, 1, 0),
+                small,
+                false,
+            ),
+            (Conv2dParams::new(8, 16, 3, 1, 1), small, false),
+            (Conv2dParams::new(8, 16, 1, 2, 0), small, false),
         ] {
             let output = p.out_shape(input).unwrap();
             let w = vec![0.5; p.weight_len()];
             let d = Direct::new(p, input, output, &w, kernels, &blocking);
-            assert_eq!(d.in_place, want, "{p:?}");
+            assert_eq!(d.in_place, want, "{p:?} on {input:?}");
         }
     }
 }

@@ -562,10 +562,18 @@ fn gangs_of_every_width_are_bit_identical() {
             Shape::new(3, 70, 70),
             false,
         ),
-        // Pointwise with a fused residual.
+        // Pointwise with a fused residual, packed (more channels than `reads_in_place`
+        // takes).
         (
-            Conv2dParams::new(48, 64, 1, 1, 0),
+            Conv2dParams::new(48, 72, 1, 1, 0),
             Shape::new(48, 9, 9),
+            true,
+        ),
+        // Pointwise, read in place for its small input (`IN_PLACE_SMALL_MAX_CHANNELS`):
+        // 40 channels, the short last panel of 169 = 10 · 16 + 9 pixels packed.
+        (
+            Conv2dParams::new(48, 40, 1, 1, 0),
+            Shape::new(48, 13, 13),
             true,
         ),
         // Direct, one block that packs cheaply against its GEMMs: replicated at width 2,
