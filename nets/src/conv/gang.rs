@@ -11,8 +11,7 @@
 //! - **Private**: one item per block (for a pair, per group of a block's output channels:
 //!   [`private_groups`]). The rank that claims it packs the block into its own scratch,
 //!   unless it holds it already, and computes the item's output channels of it. No
-//!   waiting. Best when there are many blocks
-//!   (the early, large layers).
+//!   waiting. Best when there are many blocks (the early, large layers).
 //! - **Shared**: a block's packing units (direct: column panels; Winograd: input channels)
 //!   are packed, in up to [`gang_items`] items, into a buffer the gang shares;
 //!   then its weight panels, in as many groups, are multiplied by it (a direct block
