@@ -1166,7 +1166,7 @@ macro_rules! isa_kernels {
             /// row vectors at a time, not three: 8 accumulators, 4 broadcasts and a row
             /// vector fit its 16 registers, where 12 spilled. A `576 → 96` 1×1 conv on
             /// 14×14 (196 = 12 · 16 + 4 columns a block) went from 83.0 to 85.4 GFLOP/s
-            /// with this function and to 88.0 with both (91 for 192 columns), alone on the
+            /// with this function and to 88.0 with both (88–90 for 192 columns), alone on the
             /// 2-core AMD EPYC Zen 3 VM (a scratch `Conv2d::forward` benchmark, best of
             /// runs, three rounds taking turns); MobileNetV2's 14×14 projections 4–8%
             /// faster in frames (`frame --width 1 --profile`, fastest of three rounds).
