@@ -740,32 +740,13 @@ mod tests {
         // The largest input of 8 channels that is still small, and one row more.
         let rows = IN_PLACE_SMALL_INPUT / (8 * 64);
         let (fits, over) = (Shape::new(8, rows, 64), Shape::new(8, rows + 1, 64));
+        let pointwise = |k| Conv2dParams::new(8, k, 1, 1, 0);
         for (p, input, want) in [
-            (
-                Conv2dParams::new(8, IN_PLACE_MAX_CHANNELS, 1, 1, 0),
-                over,
-                true,
-            ),
-            (
-                Conv2dParams::new(8, IN_PLACE_MAX_CHANNELS + 1, 1, 1, 0),
-                small,
-                true,
-            ),
-            (
-                Conv2dParams::new(8, IN_PLACE_MAX_CHANNELS + 1, 1, 1, 0),
-                over,
-                false,
-            ),
-            (
-                Conv2dParams::new(8, IN_PLACE_SMALL_MAX_CHANNELS, 1, 1, 0),
-                fits,
-                true,
-            ),
-            (
-                Conv2dParams::new(8, IN_PLACE_SMALL_MAX_CHANNELS + 1, 1, 1, 0),
-                small,
-                false,
-            ),
+            (pointwise(IN_PLACE_MAX_CHANNELS), over, true),
+            (pointwise(IN_PLACE_MAX_CHANNELS + 1), small, true),
+            (pointwise(IN_PLACE_MAX_CHANNELS + 1), over, false),
+            (pointwise(IN_PLACE_SMALL_MAX_CHANNELS), fits, true),
+            (pointwise(IN_PLACE_SMALL_MAX_CHANNELS + 1), small, false),
             (Conv2dParams::new(8, 16, 3, 1, 1), small, false),
             (Conv2dParams::new(8, 16, 1, 2, 0), small, false),
         ] {

@@ -130,53 +130,23 @@ mod blocked {
         std::array::from_fn(|j| std::array::from_fn(|i| v[i][j]))
     }
 
-    depthwise_blocked!(
+    conv_kernels!(
         attr = {},
         V,
         lanes = 4,
+        lanes_conv = (2, 4),
         zero = zero,
         load = load,
         store = store,
         set1 = set1,
         fma = fma,
-        max = max,
-        min = min,
-        leaky = leaky,
-        load_t = load_t
-    );
-
-    lanes_conv!(
-        attr = {},
-        V,
-        lanes = 4,
-        vectors = 2,
-        pixels = 4,
-        zero = zero,
-        load = load,
-        store = store,
-        set1 = set1,
-        fma = fma,
-        add = add,
-        max = max,
-        min = min,
-        leaky = leaky,
-        load_t = load_t
-    );
-
-    winograd_transforms!(
-        attr = {},
-        V,
-        lanes = 4,
-        zero = zero,
-        load = load,
-        store = store,
-        set1 = set1,
         add = add,
         sub = sub,
         mul = mul,
         max = max,
         min = min,
         leaky = leaky,
+        load_t = load_t,
         interleave = interleave
     );
 }

@@ -767,6 +767,40 @@ macro_rules! depthwise_blocked {
     };
 }
 
+/// Generates the conv kernels every vector table shares beside its GEMM, in the module
+/// that invokes it: the channel-blocked depthwise kernel ([`depthwise_blocked!`]), the
+/// channel-lanes conv ([`lanes_conv!`], `$lcv` vectors of channels by `$lcp` pixels) and
+/// the Winograd transforms (`winograd_transforms!`), all with the attributes `$attr` and
+/// the operations of [`isa_kernels!`]. The SIMD tables get them through [`isa_kernels!`];
+/// the portable path invokes it on plain arrays.
+macro_rules! conv_kernels {
+    (
+        attr = { $(#[$attr:meta])* }, $v:ty, lanes = $lanes:literal,
+        lanes_conv = ($lcv:expr, $lcp:expr), zero = $zero:ident, load = $load:ident,
+        store = $store:ident, set1 = $set1:ident, fma = $fma:ident, add = $add:ident,
+        sub = $sub:ident, mul = $mul:ident, max = $max:ident, min = $min:ident,
+        leaky = $leaky:ident, load_t = $load_t:ident, interleave = $interleave:ident
+    ) => {
+        depthwise_blocked!(
+            attr = { $(#[$attr])* }, $v, lanes = $lanes, zero = $zero, load = $load,
+            store = $store, set1 = $set1, fma = $fma, max = $max, min = $min,
+            leaky = $leaky, load_t = $load_t
+        );
+
+        lanes_conv!(
+            attr = { $(#[$attr])* }, $v, lanes = $lanes, vectors = $lcv, pixels = $lcp,
+            zero = $zero, load = $load, store = $store, set1 = $set1, fma = $fma, add = $add,
+            max = $max, min = $min, leaky = $leaky, load_t = $load_t
+        );
+
+        winograd_transforms!(
+            attr = { $(#[$attr])* }, $v, lanes = $lanes, zero = $zero, load = $load,
+            store = $store, set1 = $set1, add = $add, sub = $sub, mul = $mul, max = $max,
+            min = $min, leaky = $leaky, interleave = $interleave
+        );
+    };
+}
+
 /// Generates one ISA's kernels in a module `$m`. `$v` is the vector type, `$lanes` its
 /// width, `$chains` the FMA probe's independent chains, and the rest the intrinsics of
 /// that width (`$fma(a, b, c)` is `a·b + c`). The module sees its parent's imports.
@@ -809,24 +843,11 @@ macro_rules! isa_kernels {
 
             pub(crate) const LANES: usize = $lanes;
 
-            depthwise_blocked!(
+            conv_kernels!(
                 attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
-                zero = $zero, load = $load, store = $store, set1 = $set1, fma = $fma,
-                max = $max, min = $min, leaky = $leaky, load_t = $load_t
-            );
-
-            lanes_conv!(
-                attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
-                vectors = $lcv, pixels = $lcp, zero = $zero, load = $load, store = $store,
-                set1 = $set1, fma = $fma, add = $add, max = $max, min = $min, leaky = $leaky,
-                load_t = $load_t
-            );
-
-            winograd_transforms!(
-                attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
-                zero = $zero, load = $load, store = $store, set1 = $set1, add = $add,
-                sub = $sub, mul = $mul, max = $max, min = $min, leaky = $leaky,
-                interleave = $interleave
+                lanes_conv = ($lcv, $lcp), zero = $zero, load = $load, store = $store,
+                set1 = $set1, fma = $fma, add = $add, sub = $sub, mul = $mul, max = $max,
+                min = $min, leaky = $leaky, load_t = $load_t, interleave = $interleave
             );
 
             pub(crate) const MAX_3X3_S2: Option<$crate::simd::MaxPool3x3Fn> = $max3;
