@@ -8,6 +8,9 @@
 //!   floats) takes half of L1d, so it stays there while the weight micro-panels stream
 //!   past it; rounded up to a multiple of [`KC_STEP`] where the panel then still fits
 //!   three quarters of L1d, else down to a multiple of 8; clamped to 64..=512.
+//!   Where the GEMM reads B in place (no pack), a row of a column panel touches one line
+//!   more than its `NR` floats fill, and long reductions take shorter blocks
+//!   ([`Blocking::kc_in_place`]).
 //! - **`mc`** (output channels per block): a block of packed weights (`mc × kc`) takes a
 //!   quarter of L2, so it is reused from L2 across every activation panel of a column
 //!   block, with room left for the `kc` slice of those panels and the output tiles; a
@@ -124,6 +127,9 @@ pub struct Blocking {
     /// Longest reduction block whose micro-panel fits three quarters of L1d
     /// ([`Blocking::kc_for`]).
     pub kc_max: usize,
+    /// Longest reduction block where the GEMM reads B in place
+    /// ([`Blocking::kc_in_place`]).
+    pub kc_in_place_max: usize,
 }
 
 impl Blocking {
@@ -136,11 +142,14 @@ impl Blocking {
         let kc = if up <= most { up } else { half / 8 * 8 };
         let kc = kc.clamp(64, 512);
         let mc = (caches.l2 / 4 / (kc * 4)).max(kernels.mr) / kernels.mr * kernels.mr;
+        // A row of a column panel read in place starts anywhere in a line.
+        let row_lines = (panel_row.div_ceil(64) + 1) * 64;
         Blocking {
             kc,
             mc,
             column_bytes: caches.l2 / 2,
             kc_max: most.max(kc),
+            kc_in_place_max: (caches.l1d / 2 / row_lines / 8 * 8).max(8),
         }
     }
 
@@ -161,6 +170,40 @@ impl Blocking {
         }
         let fewer = kdim.div_ceil(blocks - 1).next_multiple_of(8);
         if fewer <= self.kc_max { fewer } else { self.kc }
+    }
+
+    /// The reduction block where the GEMM reads B in place, straight from the input's
+    /// planes (`conv/direct.rs`, `reads_in_place`), for a reduction of `kdim`: where its
+    /// rows' lines would fill more than three quarters of L1d, blocks of at most
+    /// [`Blocking::kc_in_place_max`] (lines filling half of it), evened out; else
+    /// [`Blocking::kc_for`]'s (a decision, from a measurement).
+    ///
+    /// Each of a column panel's `kc` rows lies in another plane, at any offset in a line,
+    /// so it touches one line more than its `NR` floats fill: AVX2's 16 floats take two
+    /// lines, 128 bytes. Every row panel passes over the column panel, which must stay in
+    /// L1d; `kc_for` gave up to 384 rows, 48 KiB of lines against a 32 KiB L1d. Capped at
+    /// 128 rows there, one pointwise conv alone went faster (a scratch `Conv2d::forward`
+    /// benchmark, best of runs, fastest of three rounds taking turns; 2-core AMD EPYC Zen 3
+    /// VM, AVX2): SqueezeNet's `384 → 48`, `384 → 64` on 13×13 and `256 → 32` on 27×27
+    /// 0.0764, 0.1027 and 0.1618 ms → 0.0716, 0.0956 and 0.1557; MobileNetV2's `384 → 64`
+    /// on 14×14 0.1154 → 0.1076; GoogLeNet's `480 → 64`, `512 → 64` and `528 → 32` on
+    /// 14×14 0.1401, 0.1518 and 0.0843 → 0.1336, 0.1443 and 0.0815, its `832 → 48` and
+    /// `832 → 32` on 7×7 0.0546 and 0.0406 → 0.0482 and 0.0358; level within 1%: `256 → 48`
+    /// and `512 → 64` on 13×13, `256 → 32` on 28×28. Reductions of 144 and 192 rows (up to
+    /// 24 KiB of lines) measured level or up to 2% slower cut in two, so they keep one
+    /// block. In frames (`frame --net NET --width 1 --profile`, fastest of three rounds,
+    /// the rules taking turns) SqueezeNet's `features.7`, `10` and `11` squeezes went 5–7%
+    /// faster, MobileNetV2's `features.8` to `10` projections 5%; the frames stayed within
+    /// the VM's noise. The bits do not change: C carries each output's FMA chain from
+    /// block to block. A conv of several blocks cannot read its fused residual from its
+    /// output (`Conv2d::in_place_input`), so those MobileNetV2 projections now take it as
+    /// an input of its own.
+    pub fn kc_in_place(&self, kdim: usize) -> usize {
+        if 2 * kdim <= 3 * self.kc_in_place_max {
+            return self.kc_for(kdim);
+        }
+        let blocks = kdim.div_ceil(self.kc_in_place_max);
+        kdim.div_ceil(blocks).next_multiple_of(8)
     }
 
     /// Columns per packed block for a reduction of `kdim` rows, so that one `kc` slice of
@@ -239,6 +282,50 @@ mod tests {
         ] {
             assert_eq!(b.kc_for(kdim), kc, "kdim {kdim}");
         }
+    }
+
+    /// B read in place: 16 floats a row touch two lines, so half of a 32 KiB L1d holds 128
+    /// rows; reductions past 192 (three quarters of it) are cut into even blocks of at
+    /// most 128, shorter ones keep `kc_for`'s block.
+    #[test]
+    fn in_place_reduction_blocks_fit_half_of_l1d() {
+        let tile = |nr| Kernels {
+            nr,
+            ..*crate::Isa::Portable.kernels()
+        };
+        let caches = CacheSizes {
+            l1d: 32 << 10,
+            l2: 512 << 10,
+            l3: 32 << 20,
+        };
+        let b = Blocking::new(&tile(16), caches);
+        assert_eq!(b.kc_in_place_max, 128);
+        for (kdim, kc) in [
+            (64, 256),  // one block, as `kc_for`
+            (144, 256), // one block of 18 KiB of lines
+            (192, 256), // 24 KiB: the most kept whole
+            (200, 104), // two blocks of 100, rounded up to 8
+            (256, 128),
+            (384, 128),
+            (576, 120), // 4 · 120 + 96
+            (960, 120),
+            (1000, 128), // 7 · 128 + 104
+        ] {
+            assert_eq!(b.kc_in_place(kdim), kc, "kdim {kdim}");
+            let kc = kc.min(kdim);
+            assert!(kdim <= 192 || kc * 128 <= caches.l1d / 2, "kdim {kdim}");
+        }
+        // 48 floats a row (AVX-512's 8 × 48 tile) touch four lines: 96 rows in 24 KiB.
+        let wide = Blocking::new(
+            &tile(48),
+            CacheSizes {
+                l1d: 48 << 10,
+                ..caches
+            },
+        );
+        assert_eq!(wide.kc_in_place_max, 96);
+        assert_eq!(wide.kc_in_place(384), 96);
+        assert_eq!(wide.kc_in_place(144), wide.kc_for(144));
     }
 
     #[test]

@@ -89,6 +89,17 @@ fn reads_in_place(p: &Conv2dParams, input: Shape) -> bool {
             || (k <= IN_PLACE_SMALL_MAX_CHANNELS && input.len() <= IN_PLACE_SMALL_INPUT))
 }
 
+/// The weights' reduction block: [`Blocking::kc_in_place`] where the GEMM reads its input
+/// in place, else [`Blocking::kc_for`].
+pub(super) fn reduction_block(p: &Conv2dParams, input: Shape, blocking: &Blocking) -> usize {
+    let kdim = p.in_channels * p.kernel.0 * p.kernel.1;
+    if reads_in_place(p, input) {
+        blocking.kc_in_place(kdim)
+    } else {
+        blocking.kc_for(kdim)
+    }
+}
+
 /// Fewest column panels in each half of a one-block plane cut in two (a decision, from a
 /// measurement). ResNet50's first `64 → 64` 1×1 conv fits one block of 98 panels; shared
 /// by a gang of two it ran 1.07× faster than on one rank, 0.165–0.169 ms a frame at width
@@ -222,7 +233,7 @@ impl Direct {
             in_place: reads_in_place(&p, input),
             weights: PackedA::from_rows(
                 kernels.mr,
-                blocking.kc_for(kdim),
+                reduction_block(&p, input, blocking),
                 p.out_channels,
                 kdim,
                 weights,

@@ -763,7 +763,7 @@ impl Kernel for Conv2d {
         self.residual
             && (self.algo != ConvAlgo::Direct || {
                 let kdim = self.params.weight_len() / self.params.out_channels;
-                kdim <= self.blocking.kc_for(kdim)
+                kdim <= direct::reduction_block(&self.params, self.in_shape, &self.blocking)
             })
     }
 

@@ -378,15 +378,43 @@ fn fused_activation_equals_conv_then_activation() {
 
 /// Which fused residuals can be read from the output: Winograd's and the channel-lanes
 /// path's always (they write the output last), the direct path's when the reduction is one
-/// `kc` block; a conv that cannot must be given its residual.
+/// `kc` block (a pointwise GEMM that reads its input in place cuts deep reductions into
+/// blocks of its own, `Blocking::kc_in_place`); a conv that cannot must be given its
+/// residual.
 #[test]
 fn residuals_in_place_where_the_output_still_holds_them() {
-    let input = Shape::new(64, 8, 8);
-    let (conv, x) = random_conv(Conv2dParams::new(64, 32, 3, 1, 1), input, 9);
+    for (p, input, in_place) in [
+        (
+            Conv2dParams::new(64, 32, 3, 1, 1),
+            Shape::new(64, 8, 8),
+            false,
+        ),
+        (
+            Conv2dParams::new(128, 16, 1, 1, 0),
+            Shape::new(128, 7, 14),
+            true,
+        ),
+        (
+            Conv2dParams::new(384, 16, 1, 1, 0),
+            Shape::new(384, 7, 14),
+            true,
+        ),
+    ] {
+        residual_in_place_where_the_output_holds_it(p, input, in_place);
+    }
+}
+
+fn residual_in_place_where_the_output_holds_it(p: Conv2dParams, input: Shape, in_place: bool) {
+    let kdim = p.weight_len() / p.out_channels;
+    let (conv, x) = random_conv(p, input, 9);
     for c in variants(&conv) {
-        let kc = c.blocking.kc_for(64 * 9);
+        let kc = if in_place {
+            c.blocking.kc_in_place(kdim)
+        } else {
+            c.blocking.kc_for(kdim)
+        };
         let fused = c.with_residual(true);
-        let want = fused.algo() != ConvAlgo::Direct || 64 * 9 <= kc;
+        let want = fused.algo() != ConvAlgo::Direct || kdim <= kc;
         assert_eq!(
             fused.in_place_input(),
             want,
