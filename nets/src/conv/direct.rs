@@ -59,7 +59,7 @@ pub(super) const IN_PLACE_MAX_CHANNELS: usize = 32;
 
 /// Most output channels of a pointwise conv that reads a small input in place (at most
 /// [`IN_PLACE_SMALL_INPUT`] floats), where [`IN_PLACE_MAX_CHANNELS`] is the rule for any
-/// input (a decision, from a measurement). A pack shared by up to 64 rows still costs
+/// input (a decision, from a measurement). A pack shared by up to 96 rows still costs
 /// more than it saves on inputs that fit L2 a few times over; on larger ones, read in
 /// place, each column panel's rows come from as many planes as the reduction has, too
 /// many streams for the prefetcher. Alone (a scratch `Conv2d::forward` benchmark, best of runs, fastest of three
@@ -75,7 +75,18 @@ pub(super) const IN_PLACE_MAX_CHANNELS: usize = 32;
 /// `inception3a` 1×1 branch 0.242 → 0.208, MobileNetV2's `features.7` projection 0.064 →
 /// 0.057, SqueezeNet's `features.9` squeeze 0.055 → 0.050; whole frames level within the
 /// VM's ±1%.
-pub(super) const IN_PLACE_SMALL_MAX_CHANNELS: usize = 64;
+///
+/// It was 64 until the in-place GEMM took reductions in blocks that fit L1d
+/// ([`Blocking::kc_in_place`]); then, alone as above (fastest of three rounds), in place
+/// against packed: MobileNetV2's `576 → 96` and `384 → 96` on 14×14 0.2344 against 0.2479
+/// ms and 0.1574 against 0.1619, GoogLeNet's `192 → 96` on 28×28 0.3144 against 0.3286,
+/// `480 → 96` and `512 → 112` on 14×14 0.1955 against 0.2043 and 0.2458 against 0.2519;
+/// with 128 channels level to 2% faster on 13×13 to 28×28 planes, but MobileNet V1's `64 →
+/// 128` on 56×56 4.5% slower (0.6636 against 0.6339), and `960 → 160` and `960 → 320` on
+/// 7×7 2% and 4% slower. In frames (`frame --width 1 --profile`, fastest of three rounds,
+/// the rules taking turns) MobileNetV2's `features.11` to `13` projections went 3–7%
+/// faster, GoogLeNet's `inception3a` and `4a` 3×3 reduces 10% and 5%.
+pub(super) const IN_PLACE_SMALL_MAX_CHANNELS: usize = 96;
 
 /// Largest input, in floats (1 MiB), that [`IN_PLACE_SMALL_MAX_CHANNELS`] applies to.
 pub(super) const IN_PLACE_SMALL_INPUT: usize = 1 << 18;
