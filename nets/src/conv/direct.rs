@@ -59,7 +59,7 @@ pub(super) const IN_PLACE_MAX_CHANNELS: usize = 32;
 
 /// Most output channels of a pointwise conv that reads a small input in place (at most
 /// [`IN_PLACE_SMALL_INPUT`] floats), where [`IN_PLACE_MAX_CHANNELS`] is the rule for any
-/// input (a decision, from a measurement). A pack shared by up to 96 rows still costs
+/// input (a decision, from a measurement). A pack shared by up to 64 rows still costs
 /// more than it saves on inputs that fit L2 a few times over; on larger ones, read in
 /// place, each column panel's rows come from as many planes as the reduction has, too
 /// many streams for the prefetcher. Alone (a scratch `Conv2d::forward` benchmark, best of runs, fastest of three
@@ -75,29 +75,41 @@ pub(super) const IN_PLACE_MAX_CHANNELS: usize = 32;
 /// `inception3a` 1×1 branch 0.242 → 0.208, MobileNetV2's `features.7` projection 0.064 →
 /// 0.057, SqueezeNet's `features.9` squeeze 0.055 → 0.050; whole frames level within the
 /// VM's ±1%.
-///
-/// It was 64 until the in-place GEMM took reductions in blocks that fit L1d
-/// ([`Blocking::kc_in_place`]); then, alone as above (fastest of three rounds), in place
-/// against packed: MobileNetV2's `576 → 96` and `384 → 96` on 14×14 0.2344 against 0.2479
-/// ms and 0.1574 against 0.1619, GoogLeNet's `192 → 96` on 28×28 0.3144 against 0.3286,
-/// `480 → 96` and `512 → 112` on 14×14 0.1955 against 0.2043 and 0.2458 against 0.2519;
-/// with 128 channels level to 2% faster on 13×13 to 28×28 planes, but MobileNet V1's `64 →
-/// 128` on 56×56 4.5% slower (0.6636 against 0.6339), and `960 → 160` and `960 → 320` on
-/// 7×7 2% and 4% slower. In frames (`frame --width 1 --profile`, fastest of three rounds,
-/// the rules taking turns) MobileNetV2's `features.11` to `13` projections went 3–7%
-/// faster, GoogLeNet's `inception3a` and `4a` 3×3 reduces 10% and 5%.
-pub(super) const IN_PLACE_SMALL_MAX_CHANNELS: usize = 96;
+pub(super) const IN_PLACE_SMALL_MAX_CHANNELS: usize = 64;
 
-/// Largest input, in floats (1 MiB), that [`IN_PLACE_SMALL_MAX_CHANNELS`] applies to.
+/// Most output channels of a pointwise conv that reads a small input in place where its
+/// reduction is at least [`STORE_BOUND_K`] long (a decision, from measurements). Read in
+/// place, the GEMM runs column panel by column panel and stores a tile into every output
+/// row for each panel: with a short reduction those stores are most of its work, in as
+/// many streams as output channels (`STORE_BOUND_K`'s reason). With the reductions in
+/// blocks that fit L1d ([`Blocking::kc_in_place`]), alone as for
+/// [`IN_PLACE_SMALL_MAX_CHANNELS`] (fastest of three rounds) in place against packed:
+/// MobileNetV2's `576 → 96` and `384 → 96` on 14×14 0.2344 against 0.2479 ms and 0.1574
+/// against 0.1619, GoogLeNet's `192 → 96` on 28×28 0.3144 against 0.3286, `480 → 96` and
+/// `512 → 112` on 14×14 0.1955 against 0.2043 and 0.2458 against 0.2519; with 128 channels
+/// level to 2% faster on 13×13 to 28×28 planes, but `960 → 160` and `960 → 320` on 7×7 2%
+/// and 4% slower. In frames (`frame --width 1 --profile`, fastest of three rounds, the
+/// rules taking turns) MobileNetV2's `features.11` to `13` projections went 3–7% faster,
+/// GoogLeNet's `inception3a` and `4a` 3×3 reduces 10% and 5%. MobileNetV2's `16 → 96`
+/// expansion on 112×112 ran 7% faster alone in place but 10–12% slower in frames, in four
+/// rounds (0.71–0.80 against 0.65–0.68 ms), and the depthwise conv after it too: a
+/// reduction of 16 is the store-bound case.
+pub(super) const IN_PLACE_DEEP_MAX_CHANNELS: usize = 96;
+
+/// Largest input, in floats (1 MiB), that [`IN_PLACE_SMALL_MAX_CHANNELS`] and
+/// [`IN_PLACE_DEEP_MAX_CHANNELS`] apply to.
 pub(super) const IN_PLACE_SMALL_INPUT: usize = 1 << 18;
 
 /// Whether a conv's GEMM reads its input in place ([`IN_PLACE_MAX_CHANNELS`],
-/// [`IN_PLACE_SMALL_MAX_CHANNELS`]).
+/// [`IN_PLACE_SMALL_MAX_CHANNELS`], [`IN_PLACE_DEEP_MAX_CHANNELS`]).
 fn reads_in_place(p: &Conv2dParams, input: Shape) -> bool {
     let k = p.out_channels;
+    let small = input.len() <= IN_PLACE_SMALL_INPUT;
+    let deep = p.in_channels >= STORE_BOUND_K;
     is_pointwise(p)
         && (k <= IN_PLACE_MAX_CHANNELS
-            || (k <= IN_PLACE_SMALL_MAX_CHANNELS && input.len() <= IN_PLACE_SMALL_INPUT))
+            || (small && k <= IN_PLACE_SMALL_MAX_CHANNELS)
+            || (small && deep && k <= IN_PLACE_DEEP_MAX_CHANNELS))
 }
 
 /// The weights' reduction block: [`Blocking::kc_in_place`] where the GEMM reads its input
@@ -752,8 +764,10 @@ mod tests {
 
     /// Only pointwise convs of at most [`IN_PLACE_MAX_CHANNELS`] output channels, or of at
     /// most [`IN_PLACE_SMALL_MAX_CHANNELS`] on an input of at most [`IN_PLACE_SMALL_INPUT`]
-    /// floats, read their input in place (the bits either way: `gemm`'s and `simd`'s
-    /// tests, and `conv::test::gangs_of_every_width_are_bit_identical`).
+    /// floats, or of at most [`IN_PLACE_DEEP_MAX_CHANNELS`] on such an input with a
+    /// reduction of at least [`STORE_BOUND_K`], read their input in place (the bits either
+    /// way: `gemm`'s and `simd`'s tests, and
+    /// `conv::test::gangs_of_every_width_are_bit_identical`).
     #[test]
     fn few_channel_pointwise_convs_read_their_input_in_place() {
         let kernels = Isa::Portable.kernels();
@@ -763,12 +777,28 @@ mod tests {
         let rows = IN_PLACE_SMALL_INPUT / (8 * 64);
         let (fits, over) = (Shape::new(8, rows, 64), Shape::new(8, rows + 1, 64));
         let pointwise = |k| Conv2dParams::new(8, k, 1, 1, 0);
+        // Reductions of `STORE_BOUND_K` and one less, on inputs as above.
+        let (deep, shallow) = (
+            |k| Conv2dParams::new(STORE_BOUND_K, k, 1, 1, 0),
+            |k| Conv2dParams::new(STORE_BOUND_K - 1, k, 1, 1, 0),
+        );
+        let deep_rows = IN_PLACE_SMALL_INPUT / STORE_BOUND_K;
+        let (deep_fits, deep_over) = (
+            Shape::new(STORE_BOUND_K, deep_rows, 1),
+            Shape::new(STORE_BOUND_K, deep_rows + 1, 1),
+        );
+        let deep_small = Shape::new(STORE_BOUND_K, 10, 10);
+        let shallow_small = Shape::new(STORE_BOUND_K - 1, 10, 10);
         for (p, input, want) in [
             (pointwise(IN_PLACE_MAX_CHANNELS), over, true),
             (pointwise(IN_PLACE_MAX_CHANNELS + 1), small, true),
             (pointwise(IN_PLACE_MAX_CHANNELS + 1), over, false),
             (pointwise(IN_PLACE_SMALL_MAX_CHANNELS), fits, true),
             (pointwise(IN_PLACE_SMALL_MAX_CHANNELS + 1), small, false),
+            (deep(IN_PLACE_DEEP_MAX_CHANNELS), deep_fits, true),
+            (deep(IN_PLACE_DEEP_MAX_CHANNELS + 1), deep_small, false),
+            (deep(IN_PLACE_DEEP_MAX_CHANNELS), deep_over, false),
+            (shallow(IN_PLACE_DEEP_MAX_CHANNELS), shallow_small, false),
             (Conv2dParams::new(8, 16, 3, 1, 1), small, false),
             (Conv2dParams::new(8, 16, 1, 2, 0), small, false),
         ] {

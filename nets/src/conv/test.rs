@@ -593,7 +593,7 @@ fn gangs_of_every_width_are_bit_identical() {
         // Pointwise with a fused residual, packed (more channels than `reads_in_place`
         // takes).
         (
-            Conv2dParams::new(48, 100, 1, 1, 0),
+            Conv2dParams::new(48, 72, 1, 1, 0),
             Shape::new(48, 9, 9),
             true,
         ),
