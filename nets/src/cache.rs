@@ -173,10 +173,10 @@ impl Blocking {
     }
 
     /// The reduction block where the GEMM reads B in place, straight from the input's
-    /// planes (`conv/direct.rs`, `reads_in_place`), for a reduction of `kdim`: where its
-    /// rows' lines would fill more than three quarters of L1d, blocks of at most
-    /// [`Blocking::kc_in_place_max`] (lines filling half of it), evened out; else
-    /// [`Blocking::kc_for`]'s (a decision, from a measurement).
+    /// planes (`conv/direct.rs`, `reads_in_place`), for a reduction of `kdim`:
+    /// [`Blocking::kc_for`]'s, unless its rows' lines would fill more than three quarters
+    /// of L1d; then blocks of at most [`Blocking::kc_in_place_max`] (lines filling half of
+    /// it), evened out (a decision, from a measurement).
     ///
     /// Each of a column panel's `kc` rows lies in another plane, at any offset in a line,
     /// so it touches one line more than its `NR` floats fill: AVX2's 16 floats take two
@@ -198,9 +198,17 @@ impl Blocking {
     /// block to block. A conv of several blocks cannot read its fused residual from its
     /// output (`Conv2d::in_place_input`), so those MobileNetV2 projections now take it as
     /// an input of its own.
+    ///
+    /// On the 16-core x86-64 Linux machine (AVX-512, 48 KiB of L1d) the 8 × 48 tile's
+    /// 48 floats touch four lines, and `kc_for`'s blocks of 128 to 144 rows fill at most
+    /// three quarters of L1d: cut to 96 anyway (a first version of this rule, which cut
+    /// every reduction past 1.5 times the cap), the `384 → 64`, `512 → 64` and `528 → 32`
+    /// convs above ran 1–3% slower alone than with `kc_for` (fastest of three rounds, the
+    /// builds taking turns, one core), so such blocks are kept.
     pub fn kc_in_place(&self, kdim: usize) -> usize {
-        if 2 * kdim <= 3 * self.kc_in_place_max {
-            return self.kc_for(kdim);
+        let kc = self.kc_for(kdim);
+        if 2 * kc.min(kdim) <= 3 * self.kc_in_place_max {
+            return kc;
         }
         let blocks = kdim.div_ceil(self.kc_in_place_max);
         kdim.div_ceil(blocks).next_multiple_of(8)
@@ -305,7 +313,7 @@ mod tests {
             (144, 256), // one block of 18 KiB of lines
             (192, 256), // 24 KiB: the most kept whole
             (200, 104), // two blocks of 100, rounded up to 8
-            (256, 128),
+            (256, 128), // `kc_for`'s 256 rows would fill 32 KiB
             (384, 128),
             (576, 120), // 4 · 120 + 96
             (960, 120),
@@ -315,7 +323,8 @@ mod tests {
             let kc = kc.min(kdim);
             assert!(kdim <= 192 || kc * 128 <= caches.l1d / 2, "kdim {kdim}");
         }
-        // 48 floats a row (AVX-512's 8 × 48 tile) touch four lines: 96 rows in 24 KiB.
+        // 48 floats a row (AVX-512's 8 × 48 tile) touch four lines: 96 rows in 24 KiB, but
+        // `kc_for`'s blocks of up to 144 rows fit three quarters of a 48 KiB L1d and stay.
         let wide = Blocking::new(
             &tile(48),
             CacheSizes {
@@ -324,8 +333,15 @@ mod tests {
             },
         );
         assert_eq!(wide.kc_in_place_max, 96);
-        assert_eq!(wide.kc_in_place(384), 96);
-        assert_eq!(wide.kc_in_place(144), wide.kc_for(144));
+        for kdim in [144, 256, 384, 832] {
+            let kc = wide.kc_in_place(kdim);
+            assert_eq!(kc, wide.kc_for(kdim), "kdim {kdim}");
+            assert!(kc.min(kdim) * 256 <= (48 << 10) / 4 * 3, "kdim {kdim}");
+        }
+        // A 32 KiB L1d holds 72 such rows in three quarters: `kc_for`'s 128 are cut.
+        let small = Blocking::new(&tile(48), caches);
+        assert_eq!(small.kc_for(384), 128);
+        assert_eq!(small.kc_in_place(384), 64);
     }
 
     #[test]
