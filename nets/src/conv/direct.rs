@@ -62,8 +62,9 @@ pub(super) const IN_PLACE_MAX_CHANNELS: usize = 32;
 /// input (a decision, from a measurement). A pack shared by up to 64 rows still costs
 /// more than it saves on inputs that fit L2 a few times over; on larger ones, read in
 /// place, each column panel's rows come from as many planes as the reduction has, too
-/// many streams for the prefetcher. Alone (a scratch `Conv2d::forward` benchmark, best of runs, fastest of three
-/// rounds taking turns; 2-core AMD EPYC Zen 3 VM, AVX2) in place against packed:
+/// many streams for the prefetcher. Alone (a scratch `Conv2d::forward` benchmark, best
+/// of runs, fastest of three rounds taking turns; 2-core AMD EPYC Zen 3 VM, AVX2) in
+/// place against packed:
 /// `256 → 36` on 28×28 0.161 against 0.192 ms, `192 → 64` on 28×28 0.214 against 0.232,
 /// `64 → 64` on 56×56 0.317 against 0.333, `192 → 64` on 14×14 0.052 against 0.058,
 /// `480 → 64` 0.140 against 0.144, SqueezeNet's `256 → 48`, `384 → 48` and `512 → 64` on
