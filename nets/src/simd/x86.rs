@@ -406,6 +406,15 @@ isa_kernels!(
     lanes_conv = (2, 6)
 );
 
+// The AVX-512 channel-lanes tile: 2 vectors of output channels by 10 pixels (a decision,
+// from a measurement). With 12 pixels its 24 accumulators, the 12 pixels' broadcasts and
+// their 12 window pointers did not fit the registers: the compiler kept some
+// accumulators on the stack, loaded and stored every step. With 10 they stay in
+// registers. One conv alone (a scratch `Conv2d::forward` benchmark, ReLU, best of runs
+// of a second, two rounds; 2-core Intel Xeon VM, AVX-512): `256 → 256` 3×3 on 56×56
+// 36.5 → 28.3 ms, `16 → 64` on 55×55 0.57 → 0.45–0.48, `32 → 128` on 27×27 0.53 →
+// 0.42–0.44, `64 → 256` on 13×13 0.48 → 0.36, `96 → 208` on 14×14 0.69 → 0.50–0.52,
+// `16 → 32` on 28×28 0.075 → 0.061, AlexNet's 11×11 stride-4 stem 1.39 → 1.06–1.13.
 isa_kernels!(
     mod avx512, feature = "avx512f,fma", __m512, lanes = 16, chains = 24,
     zero = _mm512_setzero_ps, load = _mm512_loadu_ps, store = _mm512_storeu_ps,
@@ -413,7 +422,7 @@ isa_kernels!(
     sub = _mm512_sub_ps, mul = _mm512_mul_ps, max = _mm512_max_ps,
     min = _mm512_min_ps, leaky = leaky_avx512, prefetch = prefetch, interleave = interleave_avx512,
     load_t = load_t_avx512, max_3x3_s2 = Some(max_3x3_s2_avx512),
-    lanes_conv = (2, 12)
+    lanes_conv = (2, 10)
 );
 
 pub(super) static AVX2: Kernels = table!(Isa::Avx2, avx2, 6, 2);
