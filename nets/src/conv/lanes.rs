@@ -69,7 +69,13 @@ use taopipe_runtime::{Rect, split_range};
 /// 0.61–0.65 against 0.49) and on GoogLeNet's stem (3.23–3.30 against 2.36–2.39), won only
 /// on its `16 → 32` 3×3 (0.103 against 0.196–0.198): SqueezeNet took 9.2–9.5 ms a frame
 /// against 8.2. There, forced to AVX2 (`TAOPIPE_ISA=avx2`), SqueezeNet took 11.0 ms
-/// against 10.6 (one run each). NEON is not measured (no aarch64 machine here): it keeps
+/// against 10.6 (one run each). That AVX-512 instance's tile (32 × 12) spilled
+/// accumulators to the stack; its 32 × 10 tile since (`simd/x86.rs`) runs 20–30% faster
+/// alone, and still lost in frames on a 2-core Intel Xeon VM (`frame --net squeezenet1_1
+/// --width 1`, medians of three rounds taking turns): taken by this rule, 7.9–8.0 ms a frame
+/// against 6.3–6.5, at stride 1 only 7.5–7.7, mostly because Winograd beside it
+/// ([`super::winograd::pays_off_beside_lanes`]) took the 13×13 expands from the direct
+/// path (0.476 against 0.228 ms). NEON is not measured (no aarch64 machine here): it keeps
 /// the rule from before this path. `--conv lanes` (`BuildOptions::conv`) runs it on any
 /// path.
 pub fn chosen_on(isa: Isa) -> bool {
