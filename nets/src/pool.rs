@@ -464,7 +464,13 @@ pub(crate) fn max_3x3_s1(plane: &[f32], w: usize, dst: &mut [f32], rows: &mut [f
 /// measured ResNet50's pool level and was not kept (`docs/kernel-log.md`, "What falls
 /// short of issue 9"); this one's gain there held in every round. ResNet50's stays above
 /// ORT's 0.16 ms at width 1: at 3.2 MB its input no longer fits L2, and the kernel reads
-/// it at about the one-core read bandwidth.
+/// it at about the one-core read bandwidth. With the column maxima kept in registers (the
+/// kernel's docs) one pool alone went from 0.066 to 0.040–0.042 ms on SqueezeNet's 27×27
+/// planes, 0.097 to 0.073–0.074 on its 55×55 and 0.192–0.196 to 0.164–0.168 on ResNet50's
+/// (a scratch `Pool2d::forward` benchmark, best of runs of a second, two rounds; 2-core
+/// Intel Xeon VM), and SqueezeNet's three summed 0.34–0.36 → 0.26–0.30 ms a frame (`frame
+/// --net squeezenet1_1 --width 1 --profile`, three rounds taking turns), AlexNet's
+/// 0.19–0.21 → 0.12–0.14.
 fn max_columns(column: &[f32], k: usize, s: usize, phases: &mut [f32], dst: &mut [f32]) {
     let Some(last) = dst.len().checked_sub(1) else {
         return;

@@ -1226,8 +1226,9 @@ fn check_forced_conv(
 
 /// The channel-lanes conv kernel of every ISA ([`Kernels::lanes_conv`], through
 /// `conv::lanes`): a layer small enough for Miri, with more channels than one panel, at
-/// strides 1 to 4, on planes narrower than a tile and (stride 1, 26 wide) on rows whose
-/// tiles run on into the next row: against the reference; output
+/// strides 1 to 4, on planes narrower than a tile and (stride 1, 26 wide; not under Miri,
+/// which takes minutes there and runs no 10-pixel tile) on rows of whole tiles and tiles
+/// that run on into the next row: against the reference; output
 /// channels computed from inside a panel (a chunk) keep the bits of the whole layer; a fused
 /// residual given apart and read from the output in place give the same bits as the add
 /// after the conv.
@@ -1235,7 +1236,8 @@ fn check_forced_conv(
 fn lanes_conv_matches_reference() {
     use crate::conv::{Conv2dParams, ConvAlgo};
     use crate::tensor::Shape;
-    for (stride, side) in [(1, 5), (2, 7), (1, 26), (4, 13), (3, 11)] {
+    let wide = if cfg!(miri) { None } else { Some((1, 26)) };
+    for (stride, side) in [(1, 5), (2, 7), (4, 13), (3, 11)].into_iter().chain(wide) {
         let p = Conv2dParams::new(3, 20, 3, stride, 1).with_act(Activation::Relu);
         // Chunks of 4 channels: the second starts inside a panel (of 8 or more).
         check_forced_conv(

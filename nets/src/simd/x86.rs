@@ -218,12 +218,21 @@ pub(crate) unsafe fn interleave_avx512(xs: &[f32], m: usize, n: usize, row: &mut
 }
 
 /// The AVX-512 3×3 stride-2 max pool of one plane ([`super::MaxPool3x3Fn`], whose
-/// contract the caller keeps): the separable route of [`crate::pool`] with every loop on
-/// 16-float vectors and masked tails, and each output's three columns picked from the row
-/// of column maxima by two-source permutes (even and odd floats of 32) instead of a split
-/// into phases. The operations and their order are [`crate::pool::max_columns`]' (rows
-/// first, then `max(max(c₀, c₁), c₂)`), with [`crate::activation::max_nan`] as `max_ps`
-/// and a blend of a NaN first operand, so the bits are the portable path's.
+/// contract the caller keeps): the separable route of [`crate::pool`] on 16-float vectors,
+/// each output's three columns picked from the column maxima by two-source permutes (even
+/// and odd floats of 32) instead of a split into phases. The operations and their order
+/// are [`crate::pool::max_columns`]' (rows first, then `max(max(c₀, c₁), c₂)`), with
+/// [`crate::activation::max_nan`] as `max_ps` and a blend of a NaN first operand, so the
+/// bits are the portable path's. A window of fewer than 3 rows repeats its last, as on
+/// AVX2; a padding column is `−∞`, as a masked load's fill.
+///
+/// The column maxima stay in registers: each vector of 16 outputs takes the maxima of
+/// columns `2·o .. 2·o + 48` as three vectors (the third is the next vector's first) and
+/// shifts them by two columns (`valignd`) for the third column of each window. Written to
+/// a row of column maxima and read back at other offsets, as before, every read waited
+/// for the stores it overlapped (no store forwarding across them): SqueezeNet's 27×27
+/// pool streamed its input at 11.2 GB/s, ORT's node took a third of its time
+/// (`docs/kernel-log.md`).
 ///
 /// # Safety
 /// The CPU has AVX-512F; the slices are as [`super::Kernels::max_3x3_s2`] checks.
@@ -231,13 +240,12 @@ pub(crate) unsafe fn interleave_avx512(xs: &[f32], m: usize, n: usize, row: &mut
 pub(super) unsafe fn max_3x3_s2_avx512(
     plane: &[f32],
     w: usize,
-    (pad, right): (usize, usize),
+    (pad, _right): (usize, usize),
     dst: &mut [f32],
     ow: usize,
-    column: &mut [f32],
+    _column: &mut [f32],
 ) {
     let (h, oh) = (plane.len() / w, dst.len() / ow);
-    let cols = pad + w + right;
     // Lanes `i < n` of a 16-float vector (all of them from 16 on).
     let lanes = |n: usize| -> __mmask16 { if n >= 16 { !0 } else { (1u16 << n) - 1 } };
     // `max_nan(a, b)`: `a > b ? a : b` is `max_ps(a, b)`, then a NaN `a` is kept.
@@ -245,39 +253,44 @@ pub(super) unsafe fn max_3x3_s2_avx512(
         let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a);
         _mm512_mask_blend_ps(nan, _mm512_max_ps(a, b), a)
     };
+    // Floats 2..18 of `b:a` (`b` the higher half).
+    let shift2 = |a: __m512, b: __m512| {
+        let (a, b) = (_mm512_castps_si512(a), _mm512_castps_si512(b));
+        _mm512_castsi512_ps(_mm512_alignr_epi32::<2>(b, a))
+    };
     let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    let (c, x) = (column.as_mut_ptr(), plane.as_ptr());
-    // SAFETY: `Kernels::max_3x3_s2` checked `plane` (`h·w`), `dst` (`oh·ow`) and `column`
-    // (`pad + w + right` floats), and that `ow` outputs of 3 columns at stride 2 fit the
-    // padded row: every unmasked lane below reads or writes inside them.
+    let ninf = _mm512_set1_ps(f32::NEG_INFINITY);
+    let x = plane.as_ptr();
+    // SAFETY: `Kernels::max_3x3_s2` checked `plane` (`h·w`) and `dst` (`oh·ow`). A masked
+    // load reads only the lanes of its mask, columns `0..w` of a row `y < h` (the
+    // pointer to the row's column `j − pad` is formed with `wrapping_*`: for `j < pad` it
+    // lies before the row, and its lanes there are masked off); a masked store writes
+    // only the outputs `o0..ow` of row `oy`.
     unsafe {
-        for i in (0..pad).chain(pad + w..cols) {
-            *c.add(i) = f32::NEG_INFINITY;
-        }
         for oy in 0..oh {
             let y0 = (2 * oy).saturating_sub(pad);
             let y1 = (2 * oy + 3).saturating_sub(pad).min(h);
-            for x0 in (0..w).step_by(16) {
-                let m = lanes(w - x0);
-                let row = |y: usize| _mm512_maskz_loadu_ps(m, x.add(y * w + x0));
-                let mut v = row(y0);
-                for y in y0 + 1..y1 {
-                    v = max(v, row(y));
-                }
-                _mm512_mask_storeu_ps(c.add(pad + x0), m, v);
-            }
+            // A window of fewer than 3 rows repeats its last: `max(v, r)` with `v` already
+            // `max(…, r)` returns `v`'s bits, NaN and signed zeros included.
+            let rows = [y0, (y0 + 1).min(y1 - 1), (y0 + 2).min(y1 - 1)].map(|y| x.add(y * w));
+            // The maxima of padded columns `j..j + 16` (input columns from `j − pad`).
+            let column = |j: usize| {
+                let (from, to) = (pad.saturating_sub(j), (pad + w).saturating_sub(j));
+                let m = lanes(to) & !lanes(from);
+                let [r0, r1, r2] = rows
+                    .map(|r| _mm512_mask_loadu_ps(ninf, m, r.wrapping_add(j).wrapping_sub(pad)));
+                max(max(r0, r1), r2)
+            };
             let d = dst.as_mut_ptr().add(oy * ow);
+            let mut a = column(0);
             for o0 in (0..ow).step_by(16) {
-                let at = |from: usize| {
-                    let i = 2 * o0 + from;
-                    _mm512_maskz_loadu_ps(lanes(cols.saturating_sub(i)), c.add(i))
-                };
-                let (a, b, a2, b2) = (at(0), at(16), at(2), at(18));
+                let (b, c) = (column(2 * o0 + 16), column(2 * o0 + 32));
                 let first = _mm512_permutex2var_ps(a, even, b);
                 let second = _mm512_permutex2var_ps(a, odd, b);
-                let third = _mm512_permutex2var_ps(a2, even, b2);
+                let third = _mm512_permutex2var_ps(shift2(a, b), even, shift2(b, c));
                 _mm512_mask_storeu_ps(d.add(o0), lanes(ow - o0), max(max(first, second), third));
+                a = c;
             }
         }
     }
