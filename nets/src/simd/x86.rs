@@ -227,8 +227,8 @@ pub(crate) unsafe fn interleave_avx512(xs: &[f32], m: usize, n: usize, row: &mut
 /// AVX2; a padding column is `−∞`, as a masked load's fill.
 ///
 /// The column maxima stay in registers: each vector of 16 outputs takes the maxima of
-/// columns `2·o .. 2·o + 48` as three vectors (the third is the next vector's first) and
-/// shifts them by two columns (`valignd`) for the third column of each window. Written to
+/// columns `2·o .. 2·o + 48` as three vectors (the third is the next vector's first), and
+/// each window's third column is the next window's first column. Written to
 /// a row of column maxima and read back at other offsets, as before, every read waited
 /// for the stores it overlapped (no store forwarding across them): SqueezeNet's 27×27
 /// pool streamed its input at 11.2 GB/s, ORT's node took a third of its time
@@ -253,13 +253,9 @@ pub(super) unsafe fn max_3x3_s2_avx512(
         let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a);
         _mm512_mask_blend_ps(nan, _mm512_max_ps(a, b), a)
     };
-    // Floats 2..18 of `b:a` (`b` the higher half).
-    let shift2 = |a: __m512, b: __m512| {
-        let (a, b) = (_mm512_castps_si512(a), _mm512_castps_si512(b));
-        _mm512_castsi512_ps(_mm512_alignr_epi32::<2>(b, a))
-    };
     let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    let next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
     let ninf = _mm512_set1_ps(f32::NEG_INFINITY);
     let x = plane.as_ptr();
     // SAFETY: `Kernels::max_3x3_s2` checked `plane` (`h·w`) and `dst` (`oh·ow`). A masked
@@ -288,7 +284,8 @@ pub(super) unsafe fn max_3x3_s2_avx512(
                 let (b, c) = (column(2 * o0 + 16), column(2 * o0 + 32));
                 let first = _mm512_permutex2var_ps(a, even, b);
                 let second = _mm512_permutex2var_ps(a, odd, b);
-                let third = _mm512_permutex2var_ps(shift2(a, b), even, shift2(b, c));
+                // Each window's third column is the next window's first.
+                let third = _mm512_permutex2var_ps(first, next, c);
                 _mm512_mask_storeu_ps(d.add(o0), lanes(ow - o0), max(max(first, second), third));
                 a = c;
             }
