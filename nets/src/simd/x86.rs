@@ -217,6 +217,15 @@ pub(crate) unsafe fn interleave_avx512(xs: &[f32], m: usize, n: usize, row: &mut
     });
 }
 
+/// The input rows of output row `oy`'s 3×3 stride-2 windows, padded by `pad` above, in
+/// an `h`-row plane. A window of fewer than 3 rows repeats its last: `max(v, r)` with `v`
+/// already `max(…, r)` returns `v`'s bits, NaN and signed zeros included.
+fn window_rows(oy: usize, pad: usize, h: usize) -> [usize; 3] {
+    let y0 = (2 * oy).saturating_sub(pad);
+    let last = (2 * oy + 3).saturating_sub(pad).min(h) - 1;
+    [y0, (y0 + 1).min(last), (y0 + 2).min(last)]
+}
+
 /// The AVX-512 3×3 stride-2 max pool of one plane ([`super::MaxPool3x3Fn`], whose
 /// contract the caller keeps): the separable route of [`crate::pool`] on 16-float vectors,
 /// each output's three columns picked from the column maxima by two-source permutes (even
@@ -228,10 +237,10 @@ pub(crate) unsafe fn interleave_avx512(xs: &[f32], m: usize, n: usize, row: &mut
 ///
 /// The column maxima stay in registers: each vector of 16 outputs takes the maxima of
 /// columns `2·o .. 2·o + 48` as three vectors (the third is the next vector's first), and
-/// each window's third column is the next window's first column. Written to
-/// a row of column maxima and read back at other offsets, as before, every read waited
-/// for the stores it overlapped (no store forwarding across them): SqueezeNet's 27×27
-/// pool streamed its input at 11.2 GB/s, ORT's node took a third of its time
+/// each window's third column is the next window's first column. Written to a row of
+/// column maxima and read back at other offsets, as before, every read waited for the
+/// stores it overlapped (no store forwarding across them): SqueezeNet's 27×27 pool
+/// streamed its input at 11.2 GB/s, ORT's node took a third of its time
 /// (`docs/kernel-log.md`).
 ///
 /// # Safety
@@ -265,11 +274,7 @@ pub(super) unsafe fn max_3x3_s2_avx512(
     // only the outputs `o0..ow` of row `oy`.
     unsafe {
         for oy in 0..oh {
-            let y0 = (2 * oy).saturating_sub(pad);
-            let y1 = (2 * oy + 3).saturating_sub(pad).min(h);
-            // A window of fewer than 3 rows repeats its last: `max(v, r)` with `v` already
-            // `max(…, r)` returns `v`'s bits, NaN and signed zeros included.
-            let rows = [y0, (y0 + 1).min(y1 - 1), (y0 + 2).min(y1 - 1)].map(|y| x.add(y * w));
+            let rows = window_rows(oy, pad, h).map(|y| x.add(y * w));
             // The maxima of padded columns `j..j + 16` (input columns from `j − pad`).
             let column = |j: usize| {
                 let (from, to) = (pad.saturating_sub(j), (pad + w).saturating_sub(j));
@@ -365,11 +370,7 @@ pub(super) unsafe fn max_3x3_s2_avx2(
         // Whole vectors of a row of columns: plain loads and stores.
         let whole_cols = w / 8 * 8;
         for oy in 0..oh {
-            let y0 = (2 * oy).saturating_sub(pad);
-            let y1 = (2 * oy + 3).saturating_sub(pad).min(h);
-            // A window of fewer than 3 rows repeats its last: `max(v, r)` with `v` already
-            // `max(…, r)` returns `v`'s bits, NaN and signed zeros included.
-            let rows = [y0, (y0 + 1).min(y1 - 1), (y0 + 2).min(y1 - 1)].map(|y| x.add(y * w));
+            let rows = window_rows(oy, pad, h).map(|y| x.add(y * w));
             let column = |x0: usize| {
                 let [r0, r1, r2] = rows.map(|r| _mm256_loadu_ps(r.add(x0)));
                 max(max(r0, r1), r2)
