@@ -49,8 +49,11 @@
 //! measured in the same run (about 29 GB/s), the 7×7 ones 12.4 (43%).
 //! On the 16-core x86-64 Linux machine (Xeon, AVX-512) the same table gave 1.61 ms a
 //! frame for V2 with 8 channels a vector against 2.80 plane by plane (AVX2's kernels,
-//! `TAOPIPE_ISA=avx2`), but 3.38 with AVX-512's 16 (plane by plane 2.59): its AVX-512
-//! tables take AVX2's blocked kernel (`simd/x86.rs`).
+//! `TAOPIPE_ISA=avx2`), but 3.38 with AVX-512's 16 (plane by plane 2.59). That AVX-512
+//! kernel's transposes went through an out-of-line call (`simd/x86.rs`,
+//! `load_t_avx512`); since that fix it wins on a 2-core AMD EPYC Zen 5 VM: V2's depthwise
+//! convs 0.64 ms a frame at width 1 and 0.37 at width 2 against 0.78 and 0.45 with AVX2's
+//! kernel (`TAOPIPE_ISA=avx2`), V1's 0.52 and 0.30 against 0.64 and 0.36.
 //!
 //! # Plane by plane
 //! No reduction runs across channels, so there is no GEMM and no weight packing: each

@@ -18,8 +18,9 @@
 //! with it: results are bit-identical for every width and cut.
 //!
 //! # When it runs
-//! [`ConvAlgo::choose`](super::ConvAlgo::choose) takes it on the AVX2 path
-//! ([`chosen_on`]), where Winograd does not run ([`super::winograd::pays_off_beside_lanes`]) and
+//! [`ConvAlgo::choose`](super::ConvAlgo::choose) takes it on the AVX2 and AVX-512 paths
+//! ([`chosen_on`]), where Winograd does not run ([`super::winograd::pays_off_beside_lanes`],
+//! [`super::winograd::pays_off_avx512`]) and
 //! [`pays_off`] says so. Against the direct
 //! path (im2col and the GEMM) on a 2-core AMD EPYC Zen 3 VM (AVX2, best of many runs of
 //! one layer alone, a scratch benchmark with ReLU): SqueezeNet's `16 → 64` 3×3 on 55×55
@@ -61,25 +62,24 @@ use crate::tensor::Shape;
 use taopipe_runtime::{Rect, split_range};
 
 /// Whether [`ConvAlgo::choose`](super::ConvAlgo::choose) takes this path on `isa` at all
-/// (a decision, from measurements): on AVX2 only. On the 2-core AMD EPYC Zen 3 VM (AVX2)
-/// it won (module docs). On the 16-core x86-64 Linux machine (Intel Xeon, AVX-512;
-/// `frame --net NET --width 1 --profile`, two rounds taking turns with the build before)
-/// its AVX-512 instance lost on every SqueezeNet layer it took (the first conv 1.09–1.12
-/// ms against 0.68–0.70, the 55×55 expands 0.72–0.75 against 0.61–0.65, the 13×13 ones
-/// 0.61–0.65 against 0.49) and on GoogLeNet's stem (3.23–3.30 against 2.36–2.39), won only
-/// on its `16 → 32` 3×3 (0.103 against 0.196–0.198): SqueezeNet took 9.2–9.5 ms a frame
-/// against 8.2. There, forced to AVX2 (`TAOPIPE_ISA=avx2`), SqueezeNet took 11.0 ms
-/// against 10.6 (one run each). That AVX-512 instance's tile (32 × 12) spilled
-/// accumulators to the stack; its 32 × 10 tile since (`simd/x86.rs`) runs 20–30% faster
-/// alone, and still lost in frames on a 2-core Intel Xeon VM (`frame --net squeezenet1_1
-/// --width 1`, medians of three rounds taking turns): taken by this rule, 7.9–8.0 ms a frame
-/// against 6.3–6.5, at stride 1 only 7.5–7.7, mostly because Winograd beside it
-/// ([`super::winograd::pays_off_beside_lanes`]) took the 13×13 expands from the direct
-/// path (0.476 against 0.228 ms). NEON is not measured (no aarch64 machine here): it keeps
-/// the rule from before this path. `--conv lanes` (`BuildOptions::conv`) runs it on any
-/// path.
+/// (a decision, from measurements): on AVX2 (module docs) and AVX-512.
+///
+/// AVX-512 lost until its tile's transposed store stopped calling `array::map` out of line
+/// (`simd/x86.rs`, `load_t_avx512`: 10% of the layer in `perf`): SqueezeNet's `16 → 64`
+/// 3×3 on 55×55 alone (a scratch `Conv2d::compute_chunks` benchmark, best of runs) went
+/// from 0.294 to 0.237 ms, 86% of the FMA peak, against 0.310 on the direct path, on a
+/// 2-core AMD EPYC Zen 5 VM. There, in frames (`frame --net NET --width 1 --profile
+/// --conv auto|direct|lanes|winograd`), it beat both the direct path and Winograd on all
+/// of SqueezeNet's 3×3 expands (`32 → 128` on 27×27 0.23 ms against 0.25 and 0.28, `64
+/// → 256` on 13×13 0.21 against 0.24 and 0.30) and on ResNet50's `layer2.0.conv2` (1.01
+/// against 1.18), with Winograd beside it by [`super::winograd::pays_off_avx512`]:
+/// SqueezeNet took 3.39–3.43 ms a frame against 3.70–3.74, the other zoo nets level
+/// (three rounds each, builds taking turns). Before the fix, on the Xeon machines, it lost
+/// in frames: SqueezeNet 9.2–9.5 ms against 8.2 on the 16-core one, 7.9–8.0 against
+/// 6.3–6.5 on a 2-core VM. NEON is not measured (no aarch64 machine here): it keeps the
+/// rule from before this path. `--conv lanes` (`BuildOptions::conv`) runs it on any path.
 pub fn chosen_on(isa: Isa) -> bool {
-    isa == Isa::Avx2
+    isa == Isa::Avx2 || isa == Isa::Avx512
 }
 
 /// Fewest reduction steps (`C·kh·kw`) for [`pays_off`] at stride 1 (module docs: 27

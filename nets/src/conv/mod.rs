@@ -12,9 +12,10 @@
 //!    padding ≤ 2.
 //! 2. [`ConvAlgo::Lanes`] — a direct conv with the output channels in the vector lanes,
 //!    reading a padded copy of the input in place: on the ISA paths where it measured
-//!    faster ([`lanes::chosen_on`]: AVX2), kernels larger than 1×1 with enough reduction
-//!    steps and weights that stay in cache ([`lanes::pays_off`]); there Winograd runs by
-//!    [`winograd::pays_off_beside_lanes`].
+//!    faster ([`lanes::chosen_on`]: AVX2 and AVX-512), kernels larger than 1×1 with
+//!    enough reduction steps and weights that stay in cache ([`lanes::pays_off`]); there
+//!    Winograd runs by [`winograd::pays_off_beside_lanes`] (AVX2) and
+//!    [`winograd::pays_off_avx512`].
 //! 3. [`ConvAlgo::Direct`] — everything else: im2col into the micro-kernel's panels, then
 //!    the blocked GEMM (a 1×1 stride-1 unpadded conv packs plain copies).
 //!
@@ -212,13 +213,13 @@ impl ConvAlgo {
 
     /// The first case that applies to `p` on `input` for the ISA path `isa` (module doc):
     /// the channel-lanes path only where [`lanes::chosen_on`] `isa`, and there Winograd
-    /// by [`winograd::pays_off_beside_lanes`].
+    /// by [`winograd::pays_off_beside_lanes`] (AVX2) or [`winograd::pays_off_avx512`].
     pub fn choose(p: &Conv2dParams, input: Shape, isa: Isa) -> ConvAlgo {
         let lanes = lanes::chosen_on(isa);
-        let tile = if lanes {
-            winograd::pays_off_beside_lanes(p, input)
-        } else {
-            winograd::pays_off(p, input)
+        let tile = match isa {
+            Isa::Avx512 => winograd::pays_off_avx512(p, input),
+            _ if lanes => winograd::pays_off_beside_lanes(p, input),
+            _ => winograd::pays_off(p, input),
         };
         match tile {
             Some(Tile::F4) => ConvAlgo::Winograd,

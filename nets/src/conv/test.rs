@@ -120,7 +120,7 @@ fn algorithm_order() {
     };
     // Where the channel-lanes path is not chosen (`lanes::chosen_on`): Winograd from 16
     // input channels, im2col for the rest.
-    for isa in [Isa::Avx512, Isa::Neon, Isa::Portable] {
+    for isa in [Isa::Neon, Isa::Portable] {
         assert_eq!(on(isa, 16, 64, 3, 1, 1, 55), ConvAlgo::Winograd);
         assert_eq!(on(isa, 32, 128, 3, 1, 1, 27), ConvAlgo::Winograd);
         assert_eq!(on(isa, 64, 256, 3, 1, 1, 13), ConvAlgo::Direct);
@@ -165,6 +165,22 @@ fn algorithm_order() {
     assert_eq!(choose(64, 192, 5, 1, 2, 27), ConvAlgo::Winograd5);
     assert_eq!(choose(64, 192, 5, 1, 3, 27), ConvAlgo::Direct);
     assert_eq!(choose(64, 128, 5, 2, 2, 27), ConvAlgo::Lanes);
+    // On AVX-512 channel lanes too, and Winograd by `winograd::pays_off_avx512`: F(2×2)
+    // kept on 13×13 and 14×14 planes, none below 32 input channels or
+    // `MIN_WORK_AVX512` input channels × tiles.
+    let choose = |c, k, kernel, s, p, side| on(Isa::Avx512, c, k, kernel, s, p, side);
+    assert_eq!(choose(16, 64, 3, 1, 1, 55), ConvAlgo::Lanes);
+    assert_eq!(choose(32, 128, 3, 1, 1, 27), ConvAlgo::Lanes); // 32 × 49 tiles
+    assert_eq!(choose(42, 128, 3, 1, 1, 27), ConvAlgo::Winograd); // 42 × 49 = 2058
+    assert_eq!(choose(41, 128, 3, 1, 1, 28), ConvAlgo::Lanes); // 41 × 49 = 2009
+    assert_eq!(choose(32, 64, 3, 1, 1, 208), ConvAlgo::Winograd);
+    assert_eq!(choose(64, 256, 3, 1, 1, 13), ConvAlgo::Lanes);
+    assert_eq!(choose(96, 208, 3, 1, 1, 14), ConvAlgo::Winograd2);
+    assert_eq!(choose(512, 512, 3, 1, 1, 14), ConvAlgo::Winograd2);
+    assert_eq!(choose(512, 512, 3, 1, 1, 7), ConvAlgo::Direct);
+    assert_eq!(choose(64, 192, 5, 1, 2, 27), ConvAlgo::Winograd5);
+    assert_eq!(choose(3, 64, 3, 2, 0, 224), ConvAlgo::Lanes);
+    assert_eq!(choose(64, 256, 1, 1, 0, 56), ConvAlgo::Direct);
     let conv = Conv2d::new(
         Conv2dParams::new(3, 8, 3, 2, 1),
         Shape::new(3, 9, 9),
@@ -777,7 +793,7 @@ fn block_counts_are_even_where_blocks_stay_big_enough() {
 }
 
 /// Each engine's blocks cover the output plane once, in order, and differ by at most
-/// one panel (direct) or one row of tiles (Winograd).
+/// one panel (direct), one output row (channel lanes) or one row of tiles (Winograd).
 #[test]
 fn blocks_tile_the_plane_evenly() {
     for (c, hw) in [
@@ -795,6 +811,7 @@ fn blocks_tile_the_plane_evenly() {
             let conv = conv.clone().with_algo(algo).unwrap();
             let engine = &conv.engine;
             let unit = match algo.tile() {
+                None if algo == ConvAlgo::Lanes => hw,
                 None => conv.kernels.nr,
                 Some(tile) => tile.m() * hw,
             };

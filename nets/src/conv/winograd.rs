@@ -47,8 +47,9 @@
 //!
 //! # When it pays off, and which tiling
 //! [`pays_off`]: at least [`MIN_CHANNELS`] input and output channels (where the
-//! channel-lanes path runs, [`pays_off_beside_lanes`]: [`MIN_IN_CHANNELS`] input channels,
-//! and F(4×4) instead of F(2×2) on 13×13 and 14×14 planes), then F(4×4) if it
+//! channel-lanes path runs, [`pays_off_beside_lanes`] on AVX2: [`MIN_IN_CHANNELS`] input
+//! channels, and F(4×4) instead of F(2×2) on 13×13 and 14×14 planes; [`pays_off_avx512`]
+//! on AVX-512: [`MIN_IN_CHANNELS`] and [`MIN_WORK_AVX512`]), then F(4×4) if it
 //! makes at least [`MIN_TILES`] output tiles (one AVX-512 panel), else F(2×2) if that
 //! does (with at least [`MIN_CHANNELS_F2`] input channels), else the direct path; for a
 //! 5×5 kernel, F(2×2, 5×5) if it makes [`MIN_TILES`].
@@ -274,6 +275,34 @@ pub fn pays_off_beside_lanes(p: &Conv2dParams, input: Shape) -> Option<Tile> {
         Some(Tile::F2) | None if small_plane_f4() => Some(f4),
         tile => tile,
     }
+}
+
+/// Fewest input channels times output tiles (in the tiling [`pays_off`] picks) for
+/// Winograd on the AVX-512 path ([`pays_off_avx512`], a decision from measurements).
+/// There the channel-lanes path runs at 86–90% of the FMA peak and the GEMMs of 16-lane
+/// vectors outrun the transforms, so a shallow reduction on a small plane no longer
+/// repays them: on a 2-core AMD EPYC Zen 5 VM (`frame --net NET --width 1 --profile
+/// --conv auto|direct|lanes|winograd`, per layer) SqueezeNet's `32 → 128` on 27×27 (32 ×
+/// 49 tiles) took 0.28 ms with F(4×4) against 0.23 with channel lanes, GoogLeNet's `32 →
+/// 96` on 28×28 0.21–0.23 against 0.19; with more work Winograd still won: Tiny YOLOv2's
+/// `32 → 64` on 208×208 1.42 against 1.70, ResNet50's `64 → 64` on 56×56 0.70 against
+/// 0.94, GoogLeNet's `96 → 128` on 28×28 0.51–0.54 against 0.71 and its `96 → 208` on
+/// 14×14 with F(2×2) 0.26 against 0.33.
+pub const MIN_WORK_AVX512: usize = 2048;
+
+/// [`pays_off`] on the AVX-512 path, where the channel-lanes path runs beside it
+/// ([`ConvAlgo::choose`](super::ConvAlgo::choose)): from [`MIN_IN_CHANNELS`] input
+/// channels and [`MIN_WORK_AVX512`]. Unlike [`pays_off_beside_lanes`] it keeps F(2×2) on
+/// 13×13 and 14×14 planes: on the Zen 5 VM F(4×4) lost there on GoogLeNet's `inception4`
+/// convs (0.35–0.62 ms against 0.26–0.55) and ResNet50's `layer3` ones (0.81–0.84 against
+/// 0.74–0.83), and VGG16's `512 → 512` gained 0.2 ms in three layers with it (2.39–2.42
+/// against 2.56–2.62).
+pub fn pays_off_avx512(p: &Conv2dParams, input: Shape) -> Option<Tile> {
+    if p.in_channels < MIN_IN_CHANNELS {
+        return None;
+    }
+    let o = p.out_shape(input).ok()?;
+    pays_off(p, input).filter(|t| p.in_channels * t.tiles(o.h, o.w) >= MIN_WORK_AVX512)
 }
 
 /// `G` of F(4×4, 3×3) (6×3).

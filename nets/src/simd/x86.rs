@@ -78,8 +78,14 @@ unsafe fn load_t_avx2(rows: &[*const f32; 8]) -> [__m256; 8] {
 #[target_feature(enable = "avx512f")]
 #[inline]
 unsafe fn load_t_avx512(rows: &[*const f32; 16]) -> [__m512; 16] {
-    // SAFETY: the loads read `rows[i][0..16]` (the contract).
-    let mut v = rows.map(|r| unsafe { _mm512_loadu_ps(r) });
+    // A loop, not `rows.map(..)`: `array::map` is not compiled for AVX-512, so it cannot
+    // take the closure's loads inline and stayed a call that passed the 16 vectors
+    // through memory (10% of a channel-lanes conv's time in `perf`).
+    let mut v = [_mm512_setzero_ps(); 16];
+    for (v, &r) in v.iter_mut().zip(rows) {
+        // SAFETY: the load reads `r[0..16]` (the contract).
+        *v = unsafe { _mm512_loadu_ps(r) };
+    }
     transpose_avx512(&mut v);
     v
 }
@@ -437,15 +443,11 @@ isa_kernels!(
 );
 
 pub(super) static AVX2: Kernels = table!(Isa::Avx2, avx2, 6, 2);
-/// The AVX-512 tables take AVX2's channel-blocked depthwise kernel (8 channels a vector):
-/// on the 16-core x86-64 Linux machine (Xeon) MobileNet V2's depthwise convs took 1.61 ms
-/// a frame at width 1 with it and 3.38 ms with AVX-512's own (16 channels a vector, still
-/// built, in [`VARIANTS`]), plane by plane 2.59 (`TAOPIPE_ISA=avx2` and `=avx512 cargo
-/// bench -p taopipe-nets --bench bench_main -- report-depthwise` at 56bef55).
-pub(super) static AVX512: Kernels =
-    table!(Isa::Avx512, avx512, 12, 2, extra [1, 2, 3, 4], depthwise avx2);
-pub(super) static AVX512_WIDE: Kernels =
-    table!(Isa::Avx512, avx512, 8, 3, extra [1, 2], depthwise avx2);
+/// The AVX-512 tables take AVX-512's own channel-blocked depthwise kernel (16 channels a
+/// vector) since `load_t_avx512` runs inline: `conv::depthwise`'s docs give the figures
+/// against AVX2's (8 channels a vector), which they took before.
+pub(super) static AVX512: Kernels = table!(Isa::Avx512, avx512, 12, 2, extra [1, 2, 3, 4]);
+pub(super) static AVX512_WIDE: Kernels = table!(Isa::Avx512, avx512, 8, 3, extra [1, 2]);
 
 /// Other tile shapes, for the benchmark that chose the ones above.
 pub(super) static VARIANTS: [Kernels; 4] = [
