@@ -124,6 +124,21 @@ pub(super) fn reduction_block(p: &Conv2dParams, input: Shape, blocking: &Blockin
     }
 }
 
+/// Output planes (in pixels) on which the direct path's long reductions keep the taller
+/// GEMM tile ([`Direct::kernels`], a decision from measurements): 13×13 and 14×14, more
+/// than two 48-column panels and less than one [`crate::gemm::STORE_BOUND_COLS`] block.
+/// On a 2-core AMD EPYC Zen 5 VM (1 MB of L2 a core; `frame --net NET --width 1 --profile`,
+/// two rounds taking turns, the faster of each layer), 12 × 32 against 8 × 48: SqueezeNet's
+/// `512 → 1000` classifier on 13×13 0.708 against 0.777 ms (alone, a scratch
+/// `Conv2d::compute_chunks` benchmark: 0.69–0.71 against 0.78) and its 13×13 squeezes
+/// 0.019–0.050 against 0.021–0.054, ResNet50's 14×14 `layer3` 1×1 convs 0.399–0.420
+/// against 0.417–0.439 and its `layer3.0.conv2` 1.011 against 1.054, GoogLeNet's
+/// `inception4` 1×1 convs 0.023–0.216 against 0.025–0.226. The 7×7 planes kept 8 × 48:
+/// 12 × 32 cost ResNet50's `layer4` convs 8–11% (0.956–0.979 → 1.054–1.066 ms for its
+/// 3×3 ones) and GoogLeNet's `inception5` ones 7–21%; so did 28×28 and 56×56 (ResNet50's
+/// `layer1` and `layer2` 1×1 convs 4–10%).
+pub(super) const NARROW_TILE_COLS: Range<usize> = 97..256;
+
 /// Fewest column panels in each half of a one-block plane cut in two (a decision, from a
 /// measurement). ResNet50's first `64 → 64` 1×1 conv fits one block of 98 panels; shared
 /// by a gang of two it ran 1.07× faster than on one rank, 0.165–0.169 ms a frame at width
@@ -265,7 +280,8 @@ impl Direct {
         }
     }
 
-    /// The micro-kernel table for a reduction of `kdim` (the weight rows' length).
+    /// The micro-kernel table for a reduction of `kdim` (the weight rows' length) over a
+    /// plane of `cols` output pixels.
     ///
     /// Above [`STORE_BOUND_K`] the GEMM runs column panel by column panel, streaming the
     /// block's weights past each: a wider tile ([`Isa::wide_kernels`], 8 × 48 on AVX-512)
@@ -280,8 +296,10 @@ impl Direct {
     /// way with 8 × 48, 1.73 → 1.85 ms. The Winograd GEMMs keep 12 × 32: 8 × 48 slowed
     /// ResNet50's 28×28 and 14×14 Winograd layers by a fifth or more (0.97 → 1.22 and
     /// 1.20 → 1.46 ms each).
-    pub(super) fn kernels(isa: Isa, kdim: usize) -> &'static Kernels {
-        if kdim > STORE_BOUND_K {
+    ///
+    /// Planes of [`NARROW_TILE_COLS`] keep the taller tile whatever the reduction.
+    pub(super) fn kernels(isa: Isa, kdim: usize, cols: usize) -> &'static Kernels {
+        if kdim > STORE_BOUND_K && !NARROW_TILE_COLS.contains(&cols) {
             isa.wide_kernels()
         } else {
             isa.kernels()

@@ -525,7 +525,8 @@ impl Conv2d {
         isa.supported()?;
         let kernels = match algo {
             ConvAlgo::Direct => {
-                Direct::kernels(isa, params.in_channels * params.kernel.0 * params.kernel.1)
+                let kdim = params.in_channels * params.kernel.0 * params.kernel.1;
+                Direct::kernels(isa, kdim, out_shape.plane())
             }
             _ => isa.kernels(),
         };

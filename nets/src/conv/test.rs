@@ -195,17 +195,24 @@ fn algorithm_order() {
 }
 
 /// The direct path's tile follows the GEMM's loop order: the wide one exactly where the
-/// weights stream past each column panel (`Direct::kernels`).
+/// weights stream past each column panel (`Direct::kernels`), but for 13×13 and 14×14
+/// planes (`direct::NARROW_TILE_COLS`).
 #[test]
 fn direct_tiles_follow_the_loop_order() {
     use crate::gemm::STORE_BOUND_K;
     for isa in Isa::available() {
-        let at = |kdim| direct::Direct::kernels(isa, kdim);
-        assert!(std::ptr::eq(at(STORE_BOUND_K), isa.kernels()), "{isa}");
-        assert!(
-            std::ptr::eq(at(STORE_BOUND_K + 1), isa.wide_kernels()),
-            "{isa}"
-        );
+        for cols in [49, 96, 256, 784, 3136] {
+            let at = |kdim| direct::Direct::kernels(isa, kdim, cols);
+            assert!(std::ptr::eq(at(STORE_BOUND_K), isa.kernels()), "{isa}");
+            assert!(
+                std::ptr::eq(at(STORE_BOUND_K + 1), isa.wide_kernels()),
+                "{isa} {cols}"
+            );
+        }
+        for cols in [97, 169, 196, 255] {
+            let at = |kdim| direct::Direct::kernels(isa, kdim, cols);
+            assert!(std::ptr::eq(at(STORE_BOUND_K + 1), isa.kernels()), "{isa}");
+        }
     }
     #[cfg(target_arch = "x86_64")]
     if Isa::Avx512.is_supported() {
