@@ -230,6 +230,10 @@ fn every_isa_pools_the_portable_bits() {
         (PoolParams::max(3, 2, 0), Shape::new(2, 4, 34)),
         (PoolParams::max(3, 2, 1), Shape::new(1, 17, 64)),
         (PoolParams::max(3, 2, 0), Shape::new(1, 3, 3)),
+        // Wider than the AVX-512 kernel's row of precomputed masks (15 vectors of input
+        // columns), padded and not.
+        (PoolParams::max(3, 2, 1), Shape::new(1, 3, 301)),
+        (PoolParams::max(3, 2, 0), Shape::new(1, 5, 250)),
     ];
     for (i, (p, input)) in cases.into_iter().enumerate() {
         let mut x = random_vec(input.len(), i as u64);
