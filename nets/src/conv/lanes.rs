@@ -54,6 +54,7 @@
 
 use std::ops::Range;
 
+use super::direct::WIDE_BLOCKS;
 use super::{Conv2dParams, Engine};
 use crate::cache::Blocking;
 use crate::gemm::BlockEpilogue;
@@ -81,6 +82,23 @@ use taopipe_runtime::{Rect, split_range};
 pub fn chosen_on(isa: Isa) -> bool {
     isa == Isa::Avx2 || isa == Isa::Avx512
 }
+
+/// Fewest output rows per block where the direct path's [`WIDE_BLOCKS`] applies here too
+/// (a decision, from measurements): a plane of at least `WIDE_BLOCKS` times as many rows
+/// is cut into at least `WIDE_BLOCKS` blocks, one per rank of a 16-wide gang, which then
+/// runs it private. The stems (112 or 111 output rows) fitted two blocks in the cache
+/// budget, four items with their two weight panels: ResNet50's 7×7 stem ran 1.9× faster at
+/// width 16 than at width 1 (2.30 → 1.21 ms, `frame --net resnet50 --width 1|16
+/// --profile`, 16-core x86-64 Linux machine); cut into 16 blocks, 0.33 ms at width 16.
+/// Whole frames on that machine (`frame --net NET --width W --frames 60`, three rounds,
+/// builds taking turns), at width 16: ResNet50 14.6–16.4 → 13.2–15.1 ms, GoogLeNet
+/// 9.8–10.1 → 8.2–9.0, SqueezeNet 3.8–4.0 → 3.3–3.7, MobileNetV2 4.6–5.1 → 4.1–4.5,
+/// MobileNet V1 3.5–3.9 → 3.2–3.4; at width 8 4–11% faster. On a 2-core AMD EPYC Zen 5
+/// VM the same frames were level at width 1 and level to 1.5% slower at width 2
+/// (MobileNet V1 2.83–2.85 → 2.88–2.89 ms, its stem 0.077–0.082 → 0.079–0.084). A
+/// block's results do not depend on the cut (module docs); each block packs its kernel's
+/// overlap rows again, a few rows of three channels on a stem.
+pub(crate) const WIDE_BLOCK_ROWS: usize = 4;
 
 /// Fewest reduction steps (`C·kh·kw`) for [`pays_off`] at stride 1 (module docs: 27
 /// lost, 144 won).
@@ -181,6 +199,11 @@ impl Lanes {
             .last()
             .unwrap_or(1);
         let blocks = super::block_count(output.h, most, 1);
+        let blocks = if output.h >= WIDE_BLOCKS * WIDE_BLOCK_ROWS {
+            blocks.max(WIDE_BLOCKS)
+        } else {
+            blocks
+        };
         let channel_len = in_rows(output.h.div_ceil(blocks)) * wp;
         assert!(
             c * channel_len <= u32::MAX as usize,

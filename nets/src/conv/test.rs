@@ -836,6 +836,25 @@ fn blocks_tile_the_plane_evenly() {
     }
 }
 
+/// On the channel-lanes path a plane of at least `WIDE_BLOCKS · WIDE_BLOCK_ROWS` output
+/// rows is cut into at least `WIDE_BLOCKS` blocks (the stems, for 16-wide gangs); a
+/// smaller one keeps the blocks its cache budget gives.
+#[test]
+fn tall_lanes_planes_are_cut_for_wide_gangs() {
+    use super::direct::WIDE_BLOCKS;
+    use super::lanes::WIDE_BLOCK_ROWS;
+    let blocks = |p: Conv2dParams, side: usize| {
+        let (conv, _) = random_conv(p, Shape::new(p.in_channels, side, side), 1);
+        conv.with_algo(ConvAlgo::Lanes).unwrap().blocks()
+    };
+    // ResNet50's and SqueezeNet's stems: 112 and 111 output rows.
+    assert!(blocks(Conv2dParams::new(3, 64, 7, 2, 3), 224) >= WIDE_BLOCKS);
+    assert!(blocks(Conv2dParams::new(3, 64, 3, 2, 0), 224) >= WIDE_BLOCKS);
+    let rows = WIDE_BLOCKS * WIDE_BLOCK_ROWS;
+    assert!(blocks(Conv2dParams::new(3, 8, 3, 1, 1), rows) >= WIDE_BLOCKS);
+    assert!(blocks(Conv2dParams::new(3, 8, 3, 1, 1), rows - 1) < WIDE_BLOCKS);
+}
+
 /// A one-block plane of at least two `HALF_BLOCK_PANELS` halves is cut in two, so a pair
 /// of ranks runs it private (ResNet50's first 1×1 conv, 98 panels of 32 on AVX-512); a
 /// smaller one stays whole (its `128 → 512` 1×1 convs at 28×28).
