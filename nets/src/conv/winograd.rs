@@ -295,8 +295,8 @@ pub const MIN_WORK_AVX512: usize = 2048;
 /// channels and [`MIN_WORK_AVX512`]. Unlike [`pays_off_beside_lanes`] it keeps F(2×2) on
 /// 13×13 and 14×14 planes: on the Zen 5 VM F(4×4) lost there on GoogLeNet's `inception4`
 /// convs (0.35–0.62 ms against 0.26–0.55) and ResNet50's `layer3` ones (0.81–0.84 against
-/// 0.74–0.83), and VGG16's `512 → 512` gained 0.2 ms in three layers with it (2.39–2.42
-/// against 2.56–2.62).
+/// 0.74–0.83); it won only VGG16's `512 → 512`, by 0.2 ms over three layers (2.39–2.42
+/// against 2.56–2.62), which this rule leaves to F(2×2).
 pub fn pays_off_avx512(p: &Conv2dParams, input: Shape) -> Option<Tile> {
     if p.in_channels < MIN_IN_CHANNELS {
         return None;

@@ -1453,15 +1453,7 @@ macro_rules! table {
     // broadcast + A + 4 = 32); 2 at 8 × 48, where 4 spilled an accumulator and moved the
     // others between registers every `k` step (3 not tried).
     ($isa:expr, $m:ident, $mr:literal, $nv:literal, extra [$($x:literal),+]) => {
-        table!($isa, $m, $mr, $nv, extra [$($x),+], depthwise $m)
-    };
-    // With the channel-blocked depthwise kernel of module `$dw` (another lane width).
-    ($isa:expr, $m:ident, $mr:literal, $nv:literal, extra [$($x:literal),+], depthwise $dw:ident) => {
-        Kernels {
-            depthwise_blocked: $dw::depthwise_blocked,
-            depthwise_lanes: $dw::DEPTHWISE_LANES,
-            ..table!(@build $isa, $m, $mr, $nv, Some(&[$($m::gemm::<$mr, $nv, $nv, $x> as $crate::simd::GemmFn),+]))
-        }
+        table!(@build $isa, $m, $mr, $nv, Some(&[$($m::gemm::<$mr, $nv, $nv, $x> as $crate::simd::GemmFn),+]))
     };
     (@build $isa:expr, $m:ident, $mr:literal, $nv:literal, $extra:expr) => {
         Kernels {
