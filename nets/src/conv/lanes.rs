@@ -100,6 +100,21 @@ pub fn chosen_on(isa: Isa) -> bool {
 /// overlap rows again, a few rows of three channels on a stem.
 pub(crate) const WIDE_BLOCK_ROWS: usize = 4;
 
+/// Most reduction steps for the narrow tile (a decision, from measurements): an AVX-512
+/// tile is 8 pixels (its transposed store in registers, `simd/x86.rs`,
+/// `lanes_store_t_avx512`) up to this many steps, 10 beyond (the store through memory).
+/// The store is a tile's fixed cost, which a short reduction pays in full, while 10 pixels
+/// read each weight vector for 10 FMAs instead of 8. One conv alone (a scratch
+/// `Conv2d::compute_chunks` loop, best of five 0.3 s runs, three rounds, builds taking
+/// turns; 2-core AMD EPYC Zen 5 VM), 8 pixels against 10: SqueezeNet's stem (`3 → 64`
+/// 3×3 stride 2, 27 steps) 0.213–0.219 ms against 0.263–0.264, MobileNet's (`3 → 32`)
+/// 0.119–0.121 against 0.143–0.145, `16 → 64` on 55×55 (144) 0.219–0.226 against
+/// 0.223–0.233, `32 → 128` on 27×27 (288) 0.204–0.208 against 0.206–0.217; but `48 → 192`
+/// on 13×13 (432) 0.110–0.112 against 0.108–0.112, `64 → 256` on 13×13 (576)
+/// 0.192–0.202 against 0.187–0.195 and `128 → 128` stride 2 on 56×56 (1152) 0.899–0.926
+/// against 0.896–0.910. Paths with one tile width have it for both.
+pub(crate) const SHORT_STEPS: usize = 320;
+
 /// Fewest reduction steps (`C·kh·kw`) for [`pays_off`] at stride 1 (module docs: 27
 /// lost, 144 won).
 pub const MIN_STEPS: usize = 128;

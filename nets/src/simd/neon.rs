@@ -111,7 +111,7 @@ isa_kernels!(
     zero = zero, load = vld1q_f32, store = vst1q_f32, set1 = vdupq_n_f32,
     fma = fma, add = vaddq_f32, sub = vsubq_f32, mul = vmulq_f32, max = max, min = min, leaky = leaky, prefetch = prefetch,
     interleave = interleave, load_t = load_t, max_3x3_s2 = None,
-    lanes_conv = (4, 6)
+    lanes_conv = (4, (6, 6), store_t = (lanes_store_default, 0))
 );
 
 pub(super) static NEON: Kernels = table!(Isa::Neon, neon, 8, 3);

@@ -134,7 +134,7 @@ mod blocked {
         attr = {},
         V,
         lanes = 4,
-        lanes_conv = (2, 4),
+        lanes_conv = (2, (4, 4), store_t = (lanes_store_default, 0)),
         zero = zero,
         load = load,
         store = store,

@@ -67,21 +67,121 @@ macro_rules! with_vector_activation {
     };
 }
 
+/// Generates `lanes_store_default` for [`lanes_conv!`] in the module that invokes it: the
+/// portable transposed store of a finished tile, which an ISA may replace for the tiles of
+/// up to `store_px` pixels by its own function of the same contract and the same floats.
+///
+/// `lanes_store_default::<PX>(acc, n, room, lanes, row0, ldo)`: `acc[i][j]` holds pixel
+/// `i`'s channels `j·$lanes..`, and each lane `l` in `lanes` writes pixels `0..n` to `row0
+/// + l·ldo` on. `room` (at least `n`) is how many floats each row may take there: a store
+/// may run up to it, since the next tile overwrites them. It stores the tile into a local
+/// block, then a vector of pixels a lane at a time, loaded transposed (`$load_t`).
+macro_rules! lanes_store_default {
+    (
+        attr = { $(#[$attr:meta])* }, $v:ty, lanes = $lanes:expr, vectors = $nv:expr,
+        store = $store:ident, load_t = $load_t:ident
+    ) => {
+        /// See [`lanes_store_default!`].
+        ///
+        /// # Safety
+        /// The CPU has the target features; for every lane in `lanes`, `row0 + l·ldo`
+        /// addresses `room >= n` writable floats.
+        $(#[$attr])*
+        #[allow(dead_code)]
+        unsafe fn lanes_store_default<const PX: usize>(
+            acc: &[[$v; $nv]; PX],
+            n: usize,
+            room: usize,
+            lanes: std::ops::Range<usize>,
+            row0: *mut f32,
+            ldo: usize,
+        ) {
+            const OC: usize = $nv * $lanes;
+            let mut t = [[0.0f32; OC]; PX];
+            // SAFETY: (whole body) the stores to `t` write its rows' `OC` floats; the
+            // transposed loads read whole rows of it; each lane's row takes `room` floats
+            // (the contract), and a whole vector is stored only where it fits them.
+            unsafe {
+                for (i, row) in acc.iter().enumerate() {
+                    for (j, &v) in row.iter().enumerate() {
+                        $store(t[i].as_mut_ptr().add(j * $lanes), v);
+                    }
+                }
+                // Transposed a vector of pixels at a time, stored whole where the run goes
+                // on past it: lanes past the tile's pixels land on the next tile's, which
+                // overwrites them.
+                for g in (0..n).step_by($lanes) {
+                    for j in (lanes.start / $lanes)..lanes.end.div_ceil($lanes) {
+                        let src: [*const f32; $lanes] = std::array::from_fn(|l| {
+                            t[(g + l).min(PX - 1)].as_ptr().add(j * $lanes)
+                        });
+                        let vs = $load_t(&src);
+                        for (l, &v) in vs.iter().enumerate() {
+                            let lane = j * $lanes + l;
+                            if !lanes.contains(&lane) {
+                                continue;
+                            }
+                            let dst = row0.wrapping_add(lane * ldo).add(g);
+                            if g + $lanes <= room {
+                                $store(dst, v);
+                            } else {
+                                let mut part = [0.0f32; $lanes];
+                                $store(part.as_mut_ptr(), v);
+                                for (i, &x) in part.iter().enumerate().take(n - g) {
+                                    *dst.add(i) = x;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
 /// Generates the channel-lanes conv kernel (`crate::conv::lanes`) in the module that
 /// invokes it, for the vector type `$v` of `$lanes` floats: `lanes_conv` (a
 /// [`super::LanesConvFn`]) and `LANES_OC`, with the attributes `$attr` (the ISA's
 /// `target_feature`, none on the portable path). A tile is `$vectors` vectors of output
-/// channels by `$pixels` output pixels: `$vectors · $pixels` accumulators. The operations
+/// channels by `$short` output pixels where the reduction has at most
+/// [`crate::conv::lanes::SHORT_STEPS`] steps, `$long` where it has more. `$store_t` stores
+/// the tiles of up to `$store_px` pixels transposed (`lanes_store_default` or an ISA's own
+/// function, [`lanes_store_default!`]), `lanes_store_default` the others. The operations
 /// are [`isa_kernels!`]'s.
 macro_rules! lanes_conv {
     (
         attr = { $(#[$attr:meta])* }, $v:ty, lanes = $lanes:expr, vectors = $nv:expr,
-        pixels = $px:expr, zero = $zero:ident, load = $load:ident, store = $store:ident,
-        set1 = $set1:ident, fma = $fma:ident, add = $add:ident, max = $max:ident,
-        min = $min:ident, leaky = $leaky:ident, load_t = $load_t:ident
+        pixels = ($short:expr, $long:expr), store_t = ($store_t:path, $store_px:expr),
+        zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
+        fma = $fma:ident, add = $add:ident, max = $max:ident, min = $min:ident,
+        leaky = $leaky:ident, load_t = $load_t:ident
     ) => {
         /// Output channels of a channel-lanes tile: the width of its weight panels.
         pub(crate) const LANES_OC: usize = $nv * $lanes;
+
+        lanes_store_default!(
+            attr = { $(#[$attr])* }, $v, lanes = $lanes, vectors = $nv, store = $store,
+            load_t = $load_t
+        );
+
+        /// [`lanes_conv_px`] with the tile width for `call`'s reduction.
+        ///
+        /// # Safety
+        /// As [`lanes_conv_px`].
+        $(#[$attr])*
+        pub(crate) unsafe fn lanes_conv(
+            call: &crate::conv::lanes::Call<'_>,
+            out: &mut $crate::simd::MatMut<'_>,
+        ) {
+            // SAFETY: the caller's.
+            unsafe {
+                if call.steps.len() <= crate::conv::lanes::SHORT_STEPS {
+                    lanes_conv_px::<{ $short }>(call, out)
+                } else {
+                    lanes_conv_px::<{ $long }>(call, out)
+                }
+            }
+        }
 
         /// The channel-lanes conv of `call`'s pixels into `out` (its channels × pixels):
         /// per weight panel, tiles of consecutive pixels, each output one FMA chain over
@@ -95,12 +195,11 @@ macro_rules! lanes_conv {
         /// The CPU has the target features; `call` and `out` are as
         /// [`Kernels::lanes_conv`](crate::simd::Kernels::lanes_conv) checks them.
         $(#[$attr])*
-        pub(crate) unsafe fn lanes_conv(
+        unsafe fn lanes_conv_px<const PX: usize>(
             call: &crate::conv::lanes::Call<'_>,
             out: &mut $crate::simd::MatMut<'_>,
         ) {
             const OC: usize = LANES_OC;
-            const PX: usize = $px;
             const NV: usize = $nv;
             let (k, rows, cols, ldo) = (call.steps.len(), out.rows(), out.cols(), out.ld());
             let (o, x, e) = (out.as_mut_ptr(), call.x.as_ptr(), call.epilogue);
@@ -190,44 +289,27 @@ macro_rules! lanes_conv {
                                 }
                             );
                         }
-                        let mut t = [[0.0f32; OC]; PX];
-                        for (i, row) in acc.iter().enumerate() {
-                            for (j, &v) in row.iter().enumerate() {
-                                $store(t[i].as_mut_ptr().add(j * $lanes), v);
-                            }
-                        }
                         let col = p - call.pixels.start;
                         if res.is_null() {
-                            // Transposed a vector of pixels at a time, stored whole where
-                            // the run goes on past it: lanes past the tile's pixels land
-                            // on the next tile's, which overwrites them.
-                            let room = cols - col;
-                            for g in (0..n).step_by($lanes) {
-                                for j in (first / $lanes)..last.div_ceil($lanes) {
-                                    let src: [*const f32; $lanes] = std::array::from_fn(|l| {
-                                        t[(g + l).min(PX - 1)].as_ptr().add(j * $lanes)
-                                    });
-                                    let vs = $load_t(&src);
-                                    for (l, &v) in vs.iter().enumerate() {
-                                        let lane = j * $lanes + l;
-                                        if lane < first || lane >= last {
-                                            continue;
-                                        }
-                                        let row = panel * OC + lane - call.skip;
-                                        let dst = o.add(row * ldo + col + g);
-                                        if g + $lanes <= room {
-                                            $store(dst, v);
-                                        } else {
-                                            let mut part = [0.0f32; $lanes];
-                                            $store(part.as_mut_ptr(), v);
-                                            for (i, &x) in part.iter().enumerate().take(n - g) {
-                                                *dst.add(i) = x;
-                                            }
-                                        }
-                                    }
-                                }
+                            // Lane 0's output row at the tile's first pixel (before `out`
+                            // where the panel starts before the first channel computed:
+                            // lanes before `first` are never stored).
+                            let row0 = o
+                                .wrapping_add((panel * OC) * ldo + col)
+                                .wrapping_sub(call.skip * ldo);
+                            let (room, lanes) = (cols - col, first..last);
+                            if PX <= $store_px {
+                                $store_t(&acc, n, room, lanes, row0, ldo);
+                            } else {
+                                lanes_store_default::<PX>(&acc, n, room, lanes, row0, ldo);
                             }
                         } else {
+                            let mut t = [[0.0f32; OC]; PX];
+                            for (i, row) in acc.iter().enumerate() {
+                                for (j, &v) in row.iter().enumerate() {
+                                    $store(t[i].as_mut_ptr().add(j * $lanes), v);
+                                }
+                            }
                             for lane in first..last {
                                 let row = panel * OC + lane - call.skip;
                                 let dst = o.add(row * ldo + col);
@@ -769,15 +851,18 @@ macro_rules! depthwise_blocked {
 
 /// Generates the conv kernels every vector table shares beside its GEMM, in the module
 /// that invokes it: the channel-blocked depthwise kernel ([`depthwise_blocked!`]), the
-/// channel-lanes conv ([`lanes_conv!`], `$lcv` vectors of channels by `$lcp` pixels) and
+/// channel-lanes conv ([`lanes_conv!`], `$lcv` vectors of channels by `$short` or `$long`
+/// pixels, stores by `$lst` up to `$lstpx` pixels) and
 /// the Winograd transforms (`winograd_transforms!`), all with the attributes `$attr` and
 /// the operations of [`isa_kernels!`]. The SIMD tables get them through [`isa_kernels!`];
 /// the portable path invokes it on plain arrays.
 macro_rules! conv_kernels {
     (
         attr = { $(#[$attr:meta])* }, $v:ty, lanes = $lanes:literal,
-        lanes_conv = ($lcv:expr, $lcp:expr), zero = $zero:ident, load = $load:ident,
-        store = $store:ident, set1 = $set1:ident, fma = $fma:ident, add = $add:ident,
+        lanes_conv = ($lcv:expr, ($short:expr, $long:expr), store_t = ($lst:path, $lstpx:expr)),
+        zero = $zero:ident,
+        load = $load:ident, store = $store:ident, set1 = $set1:ident, fma = $fma:ident,
+        add = $add:ident,
         sub = $sub:ident, mul = $mul:ident, max = $max:ident, min = $min:ident,
         leaky = $leaky:ident, load_t = $load_t:ident, interleave = $interleave:ident
     ) => {
@@ -788,8 +873,8 @@ macro_rules! conv_kernels {
         );
 
         lanes_conv!(
-            attr = { $(#[$attr])* }, $v, lanes = $lanes, vectors = $lcv, pixels = $lcp,
-            zero = $zero, load = $load, store = $store, set1 = $set1, fma = $fma, add = $add,
+            attr = { $(#[$attr])* }, $v, lanes = $lanes, vectors = $lcv,
+            pixels = ($short, $long), store_t = ($lst, $lstpx), zero = $zero, load = $load, store = $store, set1 = $set1, fma = $fma, add = $add,
             max = $max, min = $min, leaky = $leaky, load_t = $load_t
         );
 
@@ -836,7 +921,7 @@ macro_rules! isa_kernels {
         max = $max:ident, min = $min:ident,
         leaky = $leaky:ident, prefetch = $prefetch:ident, interleave = $interleave:ident,
         load_t = $load_t:ident, max_3x3_s2 = $max3:expr,
-        lanes_conv = ($lcv:expr, $lcp:expr)
+        lanes_conv = ($lcv:expr, ($short:expr, $long:expr), store_t = ($lst:path, $lstpx:expr))
     ) => {
         pub(super) mod $m {
             use super::*;
@@ -845,7 +930,7 @@ macro_rules! isa_kernels {
 
             conv_kernels!(
                 attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
-                lanes_conv = ($lcv, $lcp), zero = $zero, load = $load, store = $store,
+                lanes_conv = ($lcv, ($short, $long), store_t = ($lst, $lstpx)), zero = $zero, load = $load, store = $store,
                 set1 = $set1, fma = $fma, add = $add, sub = $sub, mul = $mul, max = $max,
                 min = $min, leaky = $leaky, load_t = $load_t, interleave = $interleave
             );

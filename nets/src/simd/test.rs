@@ -1228,25 +1228,33 @@ fn check_forced_conv(
 /// `conv::lanes`): a layer small enough for Miri, with more channels than one panel, at
 /// strides 1 to 4, on planes narrower than a tile and (stride 1, 26 wide; not under Miri,
 /// which takes minutes there and runs no 10-pixel tile) on rows of whole tiles and tiles
-/// that run on into the next row: against the reference; output
-/// channels computed from inside a panel (a chunk) keep the bits of the whole layer; a fused
-/// residual given apart and read from the output in place give the same bits as the add
-/// after the conv.
+/// that run on into the next row; and (not under Miri either) one of more than
+/// [`SHORT_STEPS`](crate::conv::lanes::SHORT_STEPS) steps, which AVX-512 runs in wider
+/// tiles with another store: against the reference; output channels computed from inside
+/// a panel (a chunk) keep the bits of the whole layer; a fused residual given apart and
+/// read from the output in place give the same bits as the add after the conv.
 #[test]
 fn lanes_conv_matches_reference() {
+    use crate::conv::lanes::SHORT_STEPS;
     use crate::conv::{Conv2dParams, ConvAlgo};
     use crate::tensor::Shape;
-    let wide = if cfg!(miri) { None } else { Some((1, 26)) };
-    for (stride, side) in [(1, 5), (2, 7), (4, 13), (3, 11)].into_iter().chain(wide) {
-        let p = Conv2dParams::new(3, 20, 3, stride, 1).with_act(Activation::Relu);
+    let long = SHORT_STEPS / 9 + 1;
+    let wide = if cfg!(miri) {
+        vec![]
+    } else {
+        vec![(3, 1, 26), (long, 1, 13), (long, 2, 11)]
+    };
+    let small = [(3, 1, 5), (3, 2, 7), (3, 4, 13), (3, 3, 11)];
+    for (channels, stride, side) in small.into_iter().chain(wide) {
+        let p = Conv2dParams::new(channels, 20, 3, stride, 1).with_act(Activation::Relu);
         // Chunks of 4 channels: the second starts inside a panel (of 8 or more).
         check_forced_conv(
             p,
-            Shape::new(3, side, side),
+            Shape::new(channels, side, side),
             ConvAlgo::Lanes,
             crate::test_util::TOL,
             |count| vec![1, count - 1],
-            &format!("stride {stride}"),
+            &format!("{channels} channels, stride {stride}"),
         );
     }
 }

@@ -14,6 +14,7 @@
 //!   62%); `conv/direct.rs` has the frame measurements.
 
 use std::arch::x86_64::*;
+use std::ops::Range;
 
 use super::{Isa, Kernels, RawTile};
 use crate::conv::winograd;
@@ -91,32 +92,12 @@ unsafe fn load_t_avx512(rows: &[*const f32; 16]) -> [__m512; 16] {
 }
 
 /// A 16 × 16 transpose of `v`: after it, `v[j]`'s lane `i` is what `v[i]`'s lane `j` was.
-/// Per 128-bit lane, unpacks pair the rows' floats and shuffles their pairs (4 × 4
-/// transposes), then a 4 × 4 transpose of the lanes across four rows' results (two rounds
-/// of `shuffle_f32x4`): 64 shuffles.
+/// Per 128-bit lane, 4 × 4 transposes ([`transpose_quads`]), then a 4 × 4 transpose of the
+/// lanes across four rows' results (two rounds of `shuffle_f32x4`): 64 shuffles.
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn transpose_avx512(v: &mut [__m512; 16]) {
-    // Per 128-bit lane `i`, `t[2k]` holds columns 4i, 4i + 1 of rows 2k, 2k + 1 (a₀ b₀ a₁
-    // b₁), `t[2k + 1]` columns 4i + 2, 4i + 3.
-    let t: [__m512; 16] = std::array::from_fn(|k| {
-        let (x, y) = (v[k & !1], v[k | 1]);
-        if k % 2 == 0 {
-            _mm512_unpacklo_ps(x, y)
-        } else {
-            _mm512_unpackhi_ps(x, y)
-        }
-    });
-    // `s[4q + m]` (rows 4q..4q + 4), per lane `i`: column 4i + m of those four rows.
-    let s: [__m512; 16] = std::array::from_fn(|k| {
-        let (q, m) = (k / 4, k % 4);
-        let (x, y) = (t[4 * q + m / 2], t[4 * q + 2 + m / 2]);
-        if m % 2 == 0 {
-            _mm512_shuffle_ps::<0x44>(x, y)
-        } else {
-            _mm512_shuffle_ps::<0xEE>(x, y)
-        }
-    });
+    let s = transpose_quads(v);
     // Column c = 4i + m is lane i of s[m], s[4 + m], s[8 + m], s[12 + m], in that order.
     // `u` takes lanes (0, 1) or (2, 3) of two of them, then the lanes are picked in pairs.
     for m in 0..4 {
@@ -129,6 +110,94 @@ fn transpose_avx512(v: &mut [__m512; 16]) {
         v[4 + m] = _mm512_shuffle_f32x4::<0xDD>(u01_lo, u23_lo); // lanes 1
         v[8 + m] = _mm512_shuffle_f32x4::<0x88>(u01_hi, u23_hi); // lanes 2
         v[12 + m] = _mm512_shuffle_f32x4::<0xDD>(u01_hi, u23_hi); // lanes 3
+    }
+}
+
+/// 4 × 4 transposes of `N` rows (a multiple of 4) in each 128-bit lane: `s[4q + m]`'s
+/// lane `i` holds column `4i + m` of rows `4q..4q + 4`. Unpacks pair the rows' floats
+/// (`t[2k]`: columns 4i, 4i + 1 of rows 2k, 2k + 1 as a₀ b₀ a₁ b₁; `t[2k + 1]`: columns
+/// 4i + 2, 4i + 3), then shuffles take their pairs: `2N` shuffles.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn transpose_quads<const N: usize>(v: &[__m512; N]) -> [__m512; N] {
+    let t: [__m512; N] = std::array::from_fn(|k| {
+        let (x, y) = (v[k & !1], v[k | 1]);
+        if k % 2 == 0 {
+            _mm512_unpacklo_ps(x, y)
+        } else {
+            _mm512_unpackhi_ps(x, y)
+        }
+    });
+    std::array::from_fn(|k| {
+        let (q, m) = (k / 4, k % 4);
+        let (x, y) = (t[4 * q + m / 2], t[4 * q + 2 + m / 2]);
+        if m % 2 == 0 {
+            _mm512_shuffle_ps::<0x44>(x, y)
+        } else {
+            _mm512_shuffle_ps::<0xEE>(x, y)
+        }
+    })
+}
+
+/// The AVX-512 channel-lanes tiles' transposed store for up to 8 pixels (the template's
+/// `lanes_store_default!` contract; 2 vectors of channels). Per vector of channels, an 8 ×
+/// 16 transpose in registers: [`transpose_quads`], then one two-source permute per result,
+/// which holds channel `c`'s 8 pixels in its low half and channel `c + 4`'s in its high
+/// half; each half leaves by a masked store of the tile's `n` pixels. 24 shuffles and 16
+/// stores a vector of channels, where the default goes through memory and a 16 × 16
+/// transpose (64 shuffles), and wastes 6 of its 16 rows on a tile of 10 pixels. `room`
+/// is not needed: the masks store exactly `n` floats. Measured in `conv::lanes`
+/// ([`SHORT_STEPS`](crate::conv::lanes::SHORT_STEPS)).
+///
+/// # Safety
+/// The CPU has AVX-512F; `n <= PX <= 8`; for every lane `l` in `lanes`, `row0 + l·ldo`
+/// addresses `n` writable floats.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn lanes_store_t_avx512<const PX: usize>(
+    acc: &[[__m512; 2]; PX],
+    n: usize,
+    _room: usize,
+    lanes: Range<usize>,
+    row0: *mut f32,
+    ldo: usize,
+) {
+    // Result `4p + m` from quads `m` (pixels 0..4) and `4 + m` (pixels 4..8): their lanes
+    // 2p (channel 8p + m) and 2p + 1 (channel 8p + 4 + m), pixels in order.
+    const PICK: [[i32; 16]; 2] = [
+        [0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23],
+        [8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31],
+    ];
+    debug_assert!(n <= PX && PX <= 8, "{n} pixels of a tile of {PX}");
+    let low = ((1u32 << n) - 1) as __mmask16;
+    for j in 0..2 {
+        if lanes.end <= 16 * j || lanes.start >= 16 * (j + 1) {
+            continue;
+        }
+        // Rows past the tile's pixels: zeros, never stored.
+        let rows =
+            std::array::from_fn::<_, 8, _>(|i| acc.get(i).map_or(_mm512_setzero_ps(), |a| a[j]));
+        let u = transpose_quads(&rows);
+        for (p, pick) in PICK.iter().enumerate() {
+            // SAFETY: `pick` holds 16 `i32`s.
+            let pick = unsafe { _mm512_loadu_epi32(pick.as_ptr()) };
+            for m in 0..4 {
+                let v = _mm512_permutex2var_ps(u[m], pick, u[4 + m]);
+                let lane = 16 * j + 8 * p + m;
+                // SAFETY: a masked store writes only its mask's lanes: pixels `0..n` of
+                // row `lane` (the low half) and of row `lane + 4` (the high half, stored
+                // from 8 floats before that row's start), which the contract gives.
+                unsafe {
+                    if lanes.contains(&lane) {
+                        _mm512_mask_storeu_ps(row0.wrapping_add(lane * ldo), low, v);
+                    }
+                    if lanes.contains(&(lane + 4)) {
+                        let hi = row0.wrapping_add((lane + 4) * ldo).wrapping_sub(8);
+                        _mm512_mask_storeu_ps(hi, low << 8, v);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -443,11 +512,12 @@ isa_kernels!(
     sub = _mm256_sub_ps, mul = _mm256_mul_ps, max = _mm256_max_ps,
     min = _mm256_min_ps, leaky = leaky_avx2, prefetch = prefetch, interleave = interleave_avx2,
     load_t = load_t_avx2, max_3x3_s2 = Some(max_3x3_s2_avx2),
-    lanes_conv = (2, 6)
+    lanes_conv = (2, (6, 6), store_t = (lanes_store_default, 0))
 );
 
-// The AVX-512 channel-lanes tile: 2 vectors of output channels by 10 pixels (a decision,
-// from a measurement). With 12 pixels its 24 accumulators, the 12 pixels' broadcasts and
+// The AVX-512 channel-lanes tile: 2 vectors of output channels by 10 pixels for long
+// reductions, by 8 with the store in registers for short ones (`lanes::SHORT_STEPS`). 10,
+// not 12 (a decision, from a measurement). With 12 pixels its 24 accumulators, the 12 pixels' broadcasts and
 // their 12 window pointers did not fit the registers: the compiler kept some
 // accumulators on the stack, loaded and stored every step. With 10 they stay in
 // registers. One conv alone (a scratch `Conv2d::forward` benchmark, ReLU, best of runs
@@ -462,7 +532,7 @@ isa_kernels!(
     sub = _mm512_sub_ps, mul = _mm512_mul_ps, max = _mm512_max_ps,
     min = _mm512_min_ps, leaky = leaky_avx512, prefetch = prefetch, interleave = interleave_avx512,
     load_t = load_t_avx512, max_3x3_s2 = Some(max_3x3_s2_avx512),
-    lanes_conv = (2, 10)
+    lanes_conv = (2, (8, 10), store_t = (super::lanes_store_t_avx512, 8))
 );
 
 pub(super) static AVX2: Kernels = table!(Isa::Avx2, avx2, 6, 2);
