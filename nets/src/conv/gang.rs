@@ -107,11 +107,29 @@ const PACK_FLOPS: u64 = 64;
 const SHARED_MARGIN: (usize, usize) = (9, 10);
 
 /// Groups of output channels per rank in the replicated schedule (a decision, from a
-/// measurement). Each group reads the whole packed block again; one group per rank
-/// leaves a late rank's share to it alone. Two and one measured level in ResNet50 frames
-/// at width 2 (27.3–28.3 against 26.8–28.4 ms, three runs each); four took its
-/// one-block layers from −1% to +7% of two's time alone (the bench in the module docs).
+/// measurement), where they split the weight panels evenly ([`replicated_groups`]). Each
+/// group reads the whole packed block again; one group per rank leaves a late rank's
+/// share to it alone. Two and one measured level in ResNet50 frames at width 2
+/// (27.3–28.3 against 26.8–28.4 ms, three runs each); four took its one-block layers from
+/// −1% to +7% of two's time alone (the bench in the module docs).
 const REPLICATED_GROUPS_PER_RANK: usize = 2;
+
+/// Groups of output channels for the replicated schedule of `panels` weight panels on
+/// `width` ranks: of the counts whose busiest rank holds the fewest panels when the
+/// groups are dealt out evenly (`ceil(panels / g)` panels a group, `ceil(g / width)`
+/// groups a rank), the nearest to [`REPLICATED_GROUPS_PER_RANK`] a rank, the larger on a
+/// tie (more items to balance a late rank with). Four groups of SqueezeNet's six 32-channel
+/// panels (`48 → 192` 3×3 on 13×13, channel lanes) were 2, 2, 1 and 1 panels: the pair's
+/// busiest rank took 4 of 6, and at width 2 the layer ran only 1.48× faster than at width
+/// 1 (0.079 against 0.117 ms, `bench/peers/run.sh --layers`); six groups of one panel
+/// leave each rank 3.
+pub(crate) fn replicated_groups(panels: usize, width: usize) -> usize {
+    let want = REPLICATED_GROUPS_PER_RANK * width;
+    let busiest = |g: usize| panels.div_ceil(g) * g.div_ceil(width);
+    (1..=panels.max(1))
+        .min_by_key(|&g| (busiest(g), g.abs_diff(want), std::cmp::Reverse(g)))
+        .unwrap_or(1)
+}
 
 /// Output-channel groups each block of a private schedule is cut into, so that a pair
 /// (rank 0 claiming from the front of the items, rank 1 from the back: [`TaskCtx::share`])
@@ -192,7 +210,7 @@ impl Conv2d {
             }
             Schedule::Shared => self.run_shared(ctx, inputs, output, workspace, scratch),
             Schedule::Replicated => {
-                let groups = REPLICATED_GROUPS_PER_RANK * width;
+                let groups = replicated_groups(panels, width);
                 self.run_owned(ctx, inputs, output, scratch, groups);
             }
         }

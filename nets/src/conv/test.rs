@@ -727,6 +727,29 @@ fn gangs_of_every_width_are_bit_identical() {
     );
 }
 
+/// The replicated schedule's groups split the weight panels so that no rank holds more
+/// than its share when they are dealt out evenly, near two groups a rank
+/// (`gang::replicated_groups`).
+#[test]
+fn replicated_groups_split_the_panels_evenly() {
+    // Two a rank where they divide the panels evenly.
+    assert_eq!(gang::replicated_groups(8, 2), 4);
+    assert_eq!(gang::replicated_groups(86, 2), 2);
+    // Six panels on a pair: four groups (2, 2, 1, 1) would leave one rank 4 of them.
+    assert_eq!(gang::replicated_groups(6, 2), 6);
+    // Fewer panels than two groups a rank: one panel a group.
+    assert_eq!(gang::replicated_groups(3, 2), 3);
+    assert_eq!(gang::replicated_groups(1, 16), 1);
+    for (panels, width) in [(6, 2), (7, 2), (11, 2), (43, 2), (22, 4), (86, 16)] {
+        let g = gang::replicated_groups(panels, width);
+        let busiest = panels.div_ceil(g) * g.div_ceil(width);
+        assert!(
+            busiest <= panels.div_ceil(width) + panels.div_ceil(g),
+            "{panels} panels, width {width}: {g} groups, the busiest rank {busiest}"
+        );
+    }
+}
+
 /// A pair cuts few private blocks into groups of output channels, to at least its items;
 /// wider gangs keep whole blocks (`gang::private_groups`).
 #[test]
