@@ -327,6 +327,10 @@ fn window_rows(oy: usize, pad: usize, h: usize) -> [usize; 3] {
 /// 112×112` from 0.0731 to 0.0667; in frames SqueezeNet's three from 0.147–0.152 to
 /// 0.131–0.133 ms (`frame --net squeezenet1_1 --width 1 --profile`, two rounds).
 ///
+/// Two output rows run in one pass, their chains side by side: alone (the same loop,
+/// three rounds) the first two pools went 0.0635–0.0651 → 0.0586–0.0605 ms and
+/// 0.0350–0.0353 → 0.0338–0.0340, the third 0.0202–0.0208 → 0.0196–0.0204.
+///
 /// # Safety
 /// The CPU has AVX-512F; the slices are as [`super::Kernels::max_3x3_s2`] checks.
 #[target_feature(enable = "avx512f")]
@@ -367,29 +371,43 @@ pub(super) unsafe fn max_3x3_s2_avx512(
     // lies before the row, and its lanes there are masked off); a masked store writes
     // only the outputs `o0..ow` of row `oy`.
     unsafe {
-        for oy in 0..oh {
-            let rows = window_rows(oy, pad, h).map(|y| x.add(y * w));
-            // The maxima of padded columns `16·k..16·k + 16`; past the row, no load.
+        // Two output rows a pass (the last alone where `oh` is odd): their chains are
+        // independent, so each hides the other's latency.
+        for oy in (0..oh).step_by(2) {
+            let pair = oy + 1 < oh;
+            let rows =
+                [oy, (oy + 1).min(oh - 1)].map(|oy| window_rows(oy, pad, h).map(|y| x.add(y * w)));
+            // The maxima of padded columns `16·k..16·k + 16` of both rows' windows; past
+            // the row, no load.
             let column = |k: usize| {
                 let m = mask_of(k);
                 if m == 0 {
-                    return ninf;
+                    return [ninf; 2];
                 }
                 let j = 16 * k;
-                let [r0, r1, r2] = rows
-                    .map(|r| _mm512_mask_loadu_ps(ninf, m, r.wrapping_add(j).wrapping_sub(pad)));
-                max(max(r0, r1), r2)
+                rows.map(|rows| {
+                    let [r0, r1, r2] = rows.map(|r| {
+                        _mm512_mask_loadu_ps(ninf, m, r.wrapping_add(j).wrapping_sub(pad))
+                    });
+                    max(max(r0, r1), r2)
+                })
             };
             let d = dst.as_mut_ptr().add(oy * ow);
             let mut a = column(0);
             for o0 in (0..ow).step_by(16) {
                 let k = o0 / 8;
                 let (b, c) = (column(k + 1), column(k + 2));
-                let first = _mm512_permutex2var_ps(a, even, b);
-                let second = _mm512_permutex2var_ps(a, odd, b);
-                // Each window's third column is the next window's first.
-                let third = _mm512_permutex2var_ps(first, next, c);
-                _mm512_mask_storeu_ps(d.add(o0), lanes(ow - o0), max(max(first, second), third));
+                for r in 0..2 {
+                    if r == 1 && !pair {
+                        break;
+                    }
+                    let first = _mm512_permutex2var_ps(a[r], even, b[r]);
+                    let second = _mm512_permutex2var_ps(a[r], odd, b[r]);
+                    // Each window's third column is the next window's first.
+                    let third = _mm512_permutex2var_ps(first, next, c[r]);
+                    let out = max(max(first, second), third);
+                    _mm512_mask_storeu_ps(d.add(r * ow + o0), lanes(ow - o0), out);
+                }
                 a = c;
             }
         }
