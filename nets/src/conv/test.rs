@@ -565,8 +565,9 @@ fn bad_inputs_are_errors() {
 }
 
 /// The gang path (`run_rank`) at widths 1–16, in every schedule (Winograd's shared one in
-/// two steps, over one block and over several), has the bits of `forward`, and packs into
-/// the shared workspace only when it shares.
+/// two steps, over one block and over several; a shared block's compute cut by columns,
+/// the channel-lanes path's by rows), has the bits of `forward`, and packs into the shared
+/// workspace only when it shares.
 #[test]
 fn gangs_of_every_width_are_bit_identical() {
     use std::sync::Arc;
@@ -578,6 +579,7 @@ fn gangs_of_every_width_are_bit_identical() {
     let rt = Runtime::builder().workers(16).pin(false).build().unwrap();
     let mut schedules = std::collections::HashSet::new();
     let mut column_chunks = false;
+    let mut lanes_rows = false;
     // Whether a pair ran a private schedule's blocks in groups, per two-step or not.
     let mut pair_groups = [false; 2];
     for (p, input, residual) in [
@@ -702,9 +704,11 @@ fn gangs_of_every_width_are_bit_identical() {
                 if schedule == Schedule::Private && gang::private_groups(c.blocks(), width) > 1 {
                     pair_groups[usize::from(c.algo().tile().is_some())] = true;
                 }
-                column_chunks |= shared
+                let chunked = shared
                     && !two_step
                     && c.compute_split(0, crate::kernel::gang_items(width)).1 > 1;
+                column_chunks |= chunked;
+                lanes_rows |= chunked && c.algo() == ConvAlgo::Lanes;
             }
         }
     }
@@ -721,6 +725,10 @@ fn gangs_of_every_width_are_bit_identical() {
         );
     }
     assert!(column_chunks, "a shared block's compute cut by columns ran");
+    assert!(
+        lanes_rows,
+        "a shared channel-lanes block's compute cut by rows ran"
+    );
     assert_eq!(
         pair_groups, [true; 2],
         "a pair's private blocks ran in groups"
