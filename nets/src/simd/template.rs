@@ -87,7 +87,6 @@ macro_rules! lanes_store_default {
         /// The CPU has the target features; for every lane in `lanes`, `row0 + l·ldo`
         /// addresses `room >= n` writable floats.
         $(#[$attr])*
-        #[allow(dead_code)]
         unsafe fn lanes_store_default<const PX: usize>(
             acc: &[[$v; $nv]; PX],
             n: usize,
@@ -860,9 +859,8 @@ macro_rules! conv_kernels {
     (
         attr = { $(#[$attr:meta])* }, $v:ty, lanes = $lanes:literal,
         lanes_conv = ($lcv:expr, ($short:expr, $long:expr), store_t = ($lst:path, $lstpx:expr)),
-        zero = $zero:ident,
-        load = $load:ident, store = $store:ident, set1 = $set1:ident, fma = $fma:ident,
-        add = $add:ident,
+        zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
+        fma = $fma:ident, add = $add:ident,
         sub = $sub:ident, mul = $mul:ident, max = $max:ident, min = $min:ident,
         leaky = $leaky:ident, load_t = $load_t:ident, interleave = $interleave:ident
     ) => {
@@ -874,7 +872,8 @@ macro_rules! conv_kernels {
 
         lanes_conv!(
             attr = { $(#[$attr])* }, $v, lanes = $lanes, vectors = $lcv,
-            pixels = ($short, $long), store_t = ($lst, $lstpx), zero = $zero, load = $load, store = $store, set1 = $set1, fma = $fma, add = $add,
+            pixels = ($short, $long), store_t = ($lst, $lstpx), zero = $zero, load = $load,
+            store = $store, set1 = $set1, fma = $fma, add = $add,
             max = $max, min = $min, leaky = $leaky, load_t = $load_t
         );
 
@@ -930,7 +929,8 @@ macro_rules! isa_kernels {
 
             conv_kernels!(
                 attr = { #[target_feature(enable = $feat)] }, $v, lanes = $lanes,
-                lanes_conv = ($lcv, ($short, $long), store_t = ($lst, $lstpx)), zero = $zero, load = $load, store = $store,
+                lanes_conv = ($lcv, ($short, $long), store_t = ($lst, $lstpx)), zero = $zero,
+                load = $load, store = $store,
                 set1 = $set1, fma = $fma, add = $add, sub = $sub, mul = $mul, max = $max,
                 min = $min, leaky = $leaky, load_t = $load_t, interleave = $interleave
             );

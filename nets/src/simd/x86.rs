@@ -385,12 +385,14 @@ pub(super) unsafe fn max_3x3_s2_avx512(
                     return [ninf; 2];
                 }
                 let j = 16 * k;
-                rows.map(|rows| {
+                let window = |rows: [*const f32; 3]| {
                     let [r0, r1, r2] = rows.map(|r| {
                         _mm512_mask_loadu_ps(ninf, m, r.wrapping_add(j).wrapping_sub(pad))
                     });
                     max(max(r0, r1), r2)
-                })
+                };
+                // An odd plane's last row runs alone: no second window to load.
+                [window(rows[0]), if pair { window(rows[1]) } else { ninf }]
             };
             let d = dst.as_mut_ptr().add(oy * ow);
             let mut a = column(0);
@@ -535,10 +537,10 @@ isa_kernels!(
 
 // The AVX-512 channel-lanes tile: 2 vectors of output channels by 10 pixels for long
 // reductions, by 8 with the store in registers for short ones (`lanes::SHORT_STEPS`). 10,
-// not 12 (a decision, from a measurement). With 12 pixels its 24 accumulators, the 12 pixels' broadcasts and
-// their 12 window pointers did not fit the registers: the compiler kept some
-// accumulators on the stack, loaded and stored every step. With 10 they stay in
-// registers. One conv alone (a scratch `Conv2d::forward` benchmark, ReLU, best of runs
+// not 12 (a decision, from a measurement). With 12 pixels its 24 accumulators, the 12
+// pixels' broadcasts and their 12 window pointers did not fit the registers: the
+// compiler kept some accumulators on the stack, loaded and stored every step. With 10
+// they stay in registers. One conv alone (a scratch `Conv2d::forward` benchmark, ReLU, best of runs
 // of a second, two rounds; 2-core Intel Xeon VM, AVX-512): `256 → 256` 3×3 on 56×56
 // 36.5 → 28.3 ms, `16 → 64` on 55×55 0.57 → 0.45–0.48, `32 → 128` on 27×27 0.53 →
 // 0.42–0.44, `64 → 256` on 13×13 0.48 → 0.36, `96 → 208` on 14×14 0.69 → 0.50–0.52,
