@@ -14,7 +14,8 @@
 //! ([`SharedSlice::write_rect`]): a conv layer's rank writes a tile of output channels ×
 //! pixels of a row-major output, which is not one range. Claims live in one short list
 //! under one lock: a gang holds a few at a time, so a linear scan beats any index, and a
-//! claim costs one uncontended lock and no allocation once the list has grown. When two
+//! claim costs one lock and no allocation once the list has grown. The lock spins before
+//! it parks (`lock.rs`): a wide gang's ranks take it at the same moment. When two
 //! rects overlap is `rect.rs`'s business (exact for one stride, conservative across
 //! strides).
 //!
@@ -45,10 +46,10 @@ use std::fmt;
 use std::ops::{Deref, DerefMut, Range};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
+mod lock;
 mod rect;
 
+use lock::SpinLock;
 pub use rect::Rect;
 
 /// Why a claim on a [`SharedSlice`] was refused. Each variant names the claim asked for
@@ -137,7 +138,7 @@ pub struct SharedSlice<T> {
 struct Cells<T> {
     /// `UnsafeCell` per element: claimed ranges are mutated through `&self`.
     storage: Box<[UnsafeCell<T>]>,
-    claims: Mutex<Claims>,
+    claims: SpinLock<Claims>,
 }
 
 /// Where [`SharedSlice::zeroed`] buffers start: a cache line, so that SIMD rows of 16
@@ -163,7 +164,7 @@ impl<T> SharedSlice<T> {
             len: values.len(),
             cells: Arc::new(Cells {
                 storage: values.into_iter().map(UnsafeCell::new).collect(),
-                claims: Mutex::default(),
+                claims: SpinLock::default(),
             }),
             start: 0,
         }
