@@ -166,7 +166,14 @@ impl Schedule {
     ///
     /// Where shared wins, replicated replaces it if the `w − 1` packs of a block that it
     /// adds cost at most half of the block's GEMMs (`pack` and [`PACK_FLOPS`]): at width 2
-    /// every one-block direct layer of ResNet50 and AlexNet, at 16 none.
+    /// every one-block direct layer of ResNet50 and AlexNet, at 16 none. It must also have
+    /// a group of output channels for every rank ([`replicated_groups`]): its items are
+    /// whole weight panels, where the shared schedule cuts a block by columns too
+    /// ([`Conv2d::compute_split`]). At width 16 SqueezeNet's channel-lanes 3×3 expands of
+    /// 4 to 8 panels (cheap padded copies) ran replicated on 4 to 8 ranks: `32 → 128` on
+    /// 27×27 took 169 µs at width 16 against 426 at width 1 (`frame --trace`, 16-core
+    /// x86-64 Linux machine), its other 12 ranks idle. A pair always has a group a rank
+    /// where replicated wins, so width 2 is unchanged.
     pub(crate) fn choose(
         blocks: usize,
         panels: usize,
@@ -185,7 +192,9 @@ impl Schedule {
         }
         let repeated = |p: PackCost| (width as u64 - 1) * p.packed as u64 * PACK_FLOPS;
         match pack {
-            Some(p) if 2 * repeated(p) <= p.flops => Schedule::Replicated,
+            Some(p) if 2 * repeated(p) <= p.flops && replicated_groups(panels, width) >= width => {
+                Schedule::Replicated
+            }
             _ => Schedule::Shared,
         }
     }
@@ -533,5 +542,24 @@ mod tests {
         assert_eq!(Schedule::choose(28, 11, 2, pack), Schedule::Private);
         assert_eq!(Schedule::choose(1, 1, 2, pack), Schedule::Private);
         assert_eq!(Schedule::choose(1, 22, 2, None), Schedule::Shared);
+    }
+
+    #[test]
+    fn replicated_only_where_every_rank_gets_a_group() {
+        // A cheap pack (a channel-lanes padded copy) of a one-block layer of 4 panels:
+        // replicated on a pair, shared on 16 ranks, where 4 groups would leave 12 idle.
+        let pack = Some(PackCost {
+            packed: 26_912,
+            flops: 1_000_000_000,
+        });
+        assert_eq!(Schedule::choose(1, 4, 2, pack), Schedule::Replicated);
+        assert_eq!(Schedule::choose(1, 4, 4, pack), Schedule::Replicated);
+        assert_eq!(Schedule::choose(1, 4, 16, pack), Schedule::Shared);
+        // 16 panels give 16 ranks a group each.
+        assert_eq!(Schedule::choose(1, 16, 16, pack), Schedule::Replicated);
+        // Every pair that replicated before still does (a group a rank whenever it wins).
+        for panels in 2..=64 {
+            assert!(replicated_groups(panels, 2) >= 2, "{panels} panels");
+        }
     }
 }
