@@ -172,8 +172,11 @@ impl Schedule {
     /// ([`Conv2d::compute_split`]). At width 16 SqueezeNet's channel-lanes 3×3 expands of
     /// 4 to 8 panels (cheap padded copies) ran replicated on 4 to 8 ranks: `32 → 128` on
     /// 27×27 took 169 µs at width 16 against 426 at width 1 (`frame --trace`, 16-core
-    /// x86-64 Linux machine), its other 12 ranks idle. A pair always has a group a rank
-    /// where replicated wins, so width 2 is unchanged.
+    /// x86-64 Linux machine), its other 12 ranks idle; shared, 81 µs. SqueezeNet's frames
+    /// went from 1.76–1.79 to 1.65–1.66 ms at width 16 and from 2.50–2.53 to 2.09–2.31 at
+    /// width 8 (`frame --width W`, three and two rounds, the builds taking turns), the
+    /// other nets level. A pair always has a group a rank where replicated wins, so width
+    /// 2 is unchanged.
     pub(crate) fn choose(
         blocks: usize,
         panels: usize,

@@ -6,11 +6,13 @@
 //! rects, so a rank that finds it taken gets it after at most a few microseconds, the
 //! other ranks' turns. `parking_lot`'s `Mutex` spins for about a microsecond, then yields
 //! and parks, and a parked rank is woken by a system call and the scheduler. On the
-//! 16-core x86-64 Linux machine (`frame --net NET --width 16 --frames N`, three rounds
-//! each, the two builds taking turns), spinning first took GoogLeNet from 8.3–9.3 to
-//! 5.7–6.0 ms a frame, SqueezeNet from 2.7–2.8 to 2.0–2.5, ResNet50 from 12.8–14.6 to
-//! 11.7–12.0 (one round at 24.1, a noisy moment) and VGG16 from 19.6–23.2 to 17.9–19.7;
-//! in traces SqueezeNet's global average pool took 64 µs at width 16 before and 17 after.
+//! 16-core x86-64 Linux machine (`frame --net NET --width 16 --frames N`, three rounds,
+//! the builds taking turns), spinning first took GoogLeNet from 7.46–7.63 to 5.32–5.43
+//! ms a frame, MobileNetV2 from 3.87–3.92 to 2.75–2.85, SqueezeNet from 2.39–2.56 to
+//! 1.76–1.79, ResNet50 from 11.8–12.3 to 10.4–10.5 and AlexNet from 3.08–3.23 to
+//! 2.47–2.67; VGG16, whose layers are long, stayed within that machine's noise
+//! (16.7–17.7 against 15.8–19.0). In traces of a first version of it, SqueezeNet's global
+//! average pool went from 64 µs at width 16 to 17 (38 at width 1).
 //! A lock held longer than [`SPIN`] (its holder descheduled: more threads than cores)
 //! parks the waiters as before.
 
