@@ -540,9 +540,9 @@ isa_kernels!(
 // not 12 (a decision, from a measurement). With 12 pixels its 24 accumulators, the 12
 // pixels' broadcasts and their 12 window pointers did not fit the registers: the
 // compiler kept some accumulators on the stack, loaded and stored every step. With 10
-// they stay in registers. One conv alone (a scratch `Conv2d::forward` benchmark, ReLU, best of runs
-// of a second, two rounds; 2-core Intel Xeon VM, AVX-512): `256 → 256` 3×3 on 56×56
-// 36.5 → 28.3 ms, `16 → 64` on 55×55 0.57 → 0.45–0.48, `32 → 128` on 27×27 0.53 →
+// they stay in registers. One conv alone (a scratch `Conv2d::forward` benchmark, ReLU,
+// best of runs of a second, two rounds; 2-core Intel Xeon VM, AVX-512): `256 → 256` 3×3
+// on 56×56 36.5 → 28.3 ms, `16 → 64` on 55×55 0.57 → 0.45–0.48, `32 → 128` on 27×27 0.53 →
 // 0.42–0.44, `64 → 256` on 13×13 0.48 → 0.36, `96 → 208` on 14×14 0.69 → 0.50–0.52,
 // `16 → 32` on 28×28 0.075 → 0.061, AlexNet's 11×11 stride-4 stem 1.39 → 1.06–1.13.
 isa_kernels!(
