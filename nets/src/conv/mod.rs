@@ -259,7 +259,8 @@ impl ConvAlgo {
 
 /// How many blocks cut `units` (column panels, rows of tiles) into blocks of at most
 /// `most` units: as few as fit, then one more if that makes the count even and leaves at
-/// least `least` units in every block. Block `b` is
+/// least `least` units in every block; above [`WIDE_BLOCKS`](direct::WIDE_BLOCKS), a
+/// multiple of it ([`wide_block_count`]). Block `b` is
 /// [`split_range`](taopipe_runtime::split_range)`(units, b, blocks)`, so
 /// blocks differ by at most one unit. Equal blocks, and an even count, keep the two ranks
 /// of a gang equally busy under the private schedule: ResNet50's 56×56 planes were cut
@@ -267,10 +268,37 @@ impl ConvAlgo {
 /// its 1×1 convs ran only 1.47× faster on 2 workers than on 1.
 pub(super) fn block_count(units: usize, most: usize, least: usize) -> usize {
     let blocks = units.div_ceil(most.max(1)).max(1);
-    if blocks > 1 && blocks % 2 == 1 && units / (blocks + 1) >= least.max(1) {
+    let blocks = if blocks > 1 && blocks % 2 == 1 && units / (blocks + 1) >= least.max(1) {
         blocks + 1
     } else {
         blocks
+    };
+    wide_block_count(units, blocks, least)
+}
+
+/// A count of more than [`WIDE_BLOCKS`](direct::WIDE_BLOCKS) blocks rounded to a multiple
+/// of it (a decision, from a measurement): up where every block keeps at least `least`
+/// units, else down. A 16-wide gang runs such a plane private, a rank per block as it gets
+/// free, so 19 blocks take two rounds of blocks where 16 take one. VGG16's `conv1_2`
+/// (Winograd, 56 rows of tiles in 19 blocks of 2 or 3, on a 2 MB L2 and on a 1 MB one) ran
+/// at width 16 with its ranks busy from 2.43 to 4.43 ms, the three that took a second
+/// block the longest, over a span of 4.43 ms (`frame --net vgg16 --width 16 --trace`, 20
+/// frames, 16-core x86-64 Linux machine). In 16 blocks of 3 or 4 rows it ran alone at width
+/// 1 in 18.9–19.5 ms against 19.6–19.8 (a scratch `Conv2d::compute_chunks` loop, best of
+/// five 0.3 s runs, three rounds taking turns; 2-core AMD EPYC Zen 4 VM): fewer blocks
+/// stream its transformed weights fewer times. Of the zoo only that layer and Tiny
+/// YOLOv2's first conv (`3 → 16` on 416×416, 5408 column panels: 36 blocks → 48, level
+/// at width 1: 2.26–2.27 ms both) change on that VM.
+fn wide_block_count(units: usize, blocks: usize, least: usize) -> usize {
+    let wide = direct::WIDE_BLOCKS;
+    if blocks <= wide || blocks.is_multiple_of(wide) {
+        return blocks;
+    }
+    let up = blocks.next_multiple_of(wide);
+    if units / up >= least.max(1) {
+        up
+    } else {
+        blocks / wide * wide
     }
 }
 

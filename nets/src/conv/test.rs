@@ -821,13 +821,39 @@ fn block_counts_are_even_where_blocks_stay_big_enough() {
     // ResNet50's 56×56 plane (196 panels) with 64-row reductions: 4 blocks of 49 panels.
     assert_eq!(block_count(196, 64, 1), 4);
     assert_eq!(block_count(196, 256, 1), 1);
-    // 29 blocks would fit; 30 share out as evenly and split in two.
-    assert_eq!(block_count(784, 27, 1), 30);
+    // 15 blocks would fit; 16 share out as evenly and split in two.
+    assert_eq!(block_count(784, 54, 1), 16);
     // 4 blocks of 14 tile rows would leave blocks of 3, fewer than the 5 asked for.
     assert_eq!(block_count(14, 5, 5), 3);
     // Never more blocks than units, never none.
     assert_eq!(block_count(3, 1, 1), 3);
     assert_eq!(block_count(0, 4, 1), 1);
+}
+
+#[test]
+fn more_blocks_than_a_wide_gang_come_in_multiples_of_it() {
+    use super::direct::WIDE_BLOCKS;
+    // 29 blocks would fit, 30 by the pair rule: 32, two a rank of 16.
+    assert_eq!(block_count(784, 27, 1), 2 * WIDE_BLOCKS);
+    // VGG16's `conv1_2`: 19 blocks of 56 tile rows, at least 3 rows each; 32 would leave
+    // 1 or 2, so 16 of 3 or 4.
+    assert_eq!(block_count(56, 3, 3), WIDE_BLOCKS);
+    // Tiny YOLOv2's first conv: 36 blocks of 5408 panels, 48 of 112 or 113.
+    assert_eq!(block_count(5408, 151, 1), 3 * WIDE_BLOCKS);
+    // Up to 16, and multiples of it, as they were.
+    assert_eq!(block_count(64, 4, 1), WIDE_BLOCKS);
+    assert_eq!(block_count(60, 4, 1), 15 + 1);
+    assert_eq!(block_count(96, 2, 1), 3 * WIDE_BLOCKS);
+    for units in 1..400 {
+        for most in 1..40 {
+            let blocks = block_count(units, most, 3);
+            assert!(
+                blocks <= WIDE_BLOCKS || blocks.is_multiple_of(WIDE_BLOCKS),
+                "{units}/{most}"
+            );
+            assert!(blocks <= units.max(1), "{units}/{most}: {blocks}");
+        }
+    }
 }
 
 /// Each engine's blocks cover the output plane once, in order, and differ by at most
