@@ -751,6 +751,10 @@ impl Engine for Direct {
         self.weights.len()
     }
 
+    fn reads_in_place(&self) -> bool {
+        self.in_place
+    }
+
     /// The GEMM's passes over the block's column panels: its panels, a short last one
     /// joined to the one before ([`joins_tail`]) counted with it, so that a unit never
     /// holds a lone unpadded tail.

@@ -3,10 +3,11 @@
 //! Ranks do not split the layer in fixed shares: they claim items of work as they get
 //! free ([`TaskCtx::share`]), so a rank that starts late or runs slow (the OS or a
 //! hypervisor took its core, a governor slowed it) takes fewer items instead of holding
-//! the layer back. Which rank computes an item never changes its bits. Three schedules;
+//! the layer back. Which rank computes an item never changes its bits. Four schedules;
 //! [`Schedule::choose`] takes the one whose busiest rank has the least work under an even
 //! split (by whole blocks or whole weight panels), *private* unless *shared* wins by a
-//! margin (`SHARED_MARGIN`), and *replicated* in place of shared where packing is cheap:
+//! margin (`SHARED_MARGIN`), *unpacked* in place of shared where the GEMM reads its input
+//! in place, and *replicated* in place of shared where packing is cheap:
 //!
 //! - **Private**: one item per block (for a pair, per group of a block's output channels:
 //!   [`private_groups`]). The rank that claims it packs the block into its own scratch,
@@ -19,6 +20,18 @@
 //!   alternate, so packing block `b + 1` shares a phase with computing block `b`: `blocks +
 //!   1` phases in all. Best when there are few blocks (late layers: VGG16's `conv4`/`conv5`
 //!   are one block each).
+//!
+//! - **Unpacked**: where the shared schedule would win but the GEMM reads its input in
+//!   place (`direct.rs`'s few-channel pointwise convs), so that a block's pack is only its
+//!   short last panel. Its items are the shared schedule's compute items (groups of output
+//!   channels by chunks of columns, [`Conv2d::compute_split`]) in one phase, with no
+//!   shared buffer: each reads its columns from the input, and the item whose chunk ends
+//!   the block packs that panel into its own scratch first. The shared schedule spent a
+//!   phase, and the wait at its end, on that one panel; the replicated schedule made
+//!   every rank read the whole input. SqueezeNet's 13×13 squeezes at width 2 took 5–9%
+//!   less of their ranks' time, summed (`frame --net squeezenet1_1 --width 2 --trace`,
+//!   300 frames, two rounds taking turns, 2-core AMD EPYC Zen 4 VM): `384 → 48` 0.066 →
+//!   0.059–0.060 ms, `512 → 64` 0.149–0.151 → 0.142–0.143; the others level.
 //!
 //! - **Replicated**: where the shared schedule would win but packing a block is cheap
 //!   against multiplying it ([`Schedule::choose`]'s rule), every rank packs each block into
@@ -79,6 +92,9 @@ pub(crate) enum Schedule {
     Shared,
     /// Every rank packs each block itself, then output channels per rank.
     Replicated,
+    /// The input read in place: groups of output channels by chunks of columns, with
+    /// nothing packed but a block's short last panel, by the item that multiplies it.
+    Unpacked,
 }
 
 /// What packing one block costs against multiplying it, for [`Schedule::choose`]: `None`
@@ -89,6 +105,8 @@ pub(crate) struct PackCost {
     pub(crate) packed: usize,
     /// FLOPs of a block's GEMMs.
     pub(crate) flops: u64,
+    /// The GEMM reads the input in place ([`Schedule::Unpacked`]).
+    pub(crate) in_place: bool,
 }
 
 /// What writing one packed float costs, in FLOPs of the GEMM at its rate (a decision,
@@ -164,9 +182,10 @@ impl Schedule {
     /// where its busiest rank does less than [`SHARED_MARGIN`] of the private one's: its
     /// phases end in waits that private blocks do not have.
     ///
-    /// Where shared wins, replicated replaces it if the `w − 1` packs of a block that it
-    /// adds cost at most half of the block's GEMMs (`pack` and [`PACK_FLOPS`]): at width 2
-    /// every one-block direct layer of ResNet50 and AlexNet, at 16 none. It must also have
+    /// Where shared wins, unpacked replaces it if the engine reads its input in place; else
+    /// replicated replaces it if the `w − 1` packs of a block that it adds cost at most half
+    /// of the block's GEMMs (`pack` and [`PACK_FLOPS`]): at width 2 every one-block direct
+    /// layer of ResNet50 and AlexNet, at 16 none. It must also have
     /// a group of output channels for every rank ([`replicated_groups`]): its items are
     /// whole weight panels, where the shared schedule cuts a block by columns too
     /// ([`Conv2d::compute_split`]). At width 16 SqueezeNet's channel-lanes 3×3 expands of
@@ -195,6 +214,7 @@ impl Schedule {
         }
         let repeated = |p: PackCost| (width as u64 - 1) * p.packed as u64 * PACK_FLOPS;
         match pack {
+            Some(p) if p.in_place => Schedule::Unpacked,
             Some(p) if 2 * repeated(p) <= p.flops && replicated_groups(panels, width) >= width => {
                 Schedule::Replicated
             }
@@ -225,6 +245,7 @@ impl Conv2d {
                 let groups = replicated_groups(panels, width);
                 self.run_owned(ctx, inputs, output, scratch, groups);
             }
+            Schedule::Unpacked => self.run_unpacked(ctx, inputs, output, scratch),
         }
     }
 
@@ -238,6 +259,7 @@ impl Conv2d {
         self.engine.two_step().is_none().then(|| PackCost {
             packed: self.engine.packed_len(),
             flops: crate::Kernel::flops(self) / self.engine.blocks() as u64,
+            in_place: self.engine.reads_in_place(),
         })
     }
 
@@ -270,6 +292,49 @@ impl Conv2d {
                 }
                 let channels = self.group_channels(group, groups);
                 let pixels = self.engine.block_pixels(block);
+                self.compute_block(inputs, packed, block, pixels, channels, output, work);
+            },
+        );
+    }
+
+    /// The unpacked schedule (module docs): items are (block, group of output channels,
+    /// chunk of column units) as [`Conv2d::compute_split`] cuts each block, block by block
+    /// in one phase. An item reads its whole column panels from the input; the one whose
+    /// chunk ends the block packs the block's short last panel into its own scratch first.
+    fn run_unpacked(
+        &self,
+        ctx: &TaskCtx<'_>,
+        inputs: &[&[f32]],
+        output: &SharedSlice<f32>,
+        scratch: &mut Scratch,
+    ) {
+        let k = self.params.out_channels;
+        let items = gang_items(ctx.width());
+        let blocks = self.engine.blocks();
+        let block_items = |block: usize| {
+            let (groups, chunks) = self.compute_split(block, items);
+            groups * chunks
+        };
+        let (packed, work) = self.scratch(k, scratch);
+        ctx.share(
+            1,
+            |_| (0..blocks).map(block_items).sum(),
+            |_, item| {
+                let (mut block, mut item) = (0, item);
+                while item >= block_items(block) {
+                    item -= block_items(block);
+                    block += 1;
+                }
+                let (groups, chunks) = self.compute_split(block, items);
+                let units = self.engine.column_units(self.kernels, block);
+                let units = split_range(units, item % chunks, chunks);
+                let (pixels, at) = self.engine.unit_columns(self.kernels, block, units);
+                if pixels.end == self.engine.block_pixels(block).end {
+                    self.engine
+                        .pack(self.kernels, inputs[0], block, packed, work);
+                }
+                let channels = self.group_channels(item / chunks, groups);
+                let packed = &packed[at..];
                 self.compute_block(inputs, packed, block, pixels, channels, output, work);
             },
         );
@@ -536,6 +601,7 @@ mod tests {
         let pack = Some(PackCost {
             packed: 2304 * 7 * 32,
             flops: 231_211_008,
+            in_place: false,
         });
         assert_eq!(Schedule::choose(1, 22, 2, pack), Schedule::Replicated);
         // On 4 ranks 3 · 33 M is still under 116 M; on 5, 4 · 33 M is not.
@@ -554,6 +620,7 @@ mod tests {
         let pack = Some(PackCost {
             packed: 26_912,
             flops: 1_000_000_000,
+            in_place: false,
         });
         assert_eq!(Schedule::choose(1, 4, 2, pack), Schedule::Replicated);
         assert_eq!(Schedule::choose(1, 4, 4, pack), Schedule::Replicated);

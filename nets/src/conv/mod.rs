@@ -389,6 +389,12 @@ pub(crate) trait Engine: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// Whether `compute` reads the input in place: then `pack` writes only a block's short
+    /// last panel, and only the column unit holding it reads the packed block.
+    fn reads_in_place(&self) -> bool {
+        false
+    }
+
     /// Packs all of block `block` into `out` (`packed_len` floats), on this thread.
     fn pack(&self, kernels: &Kernels, x: &[f32], block: usize, out: &mut [f32], work: &mut [f32]) {
         let units = 0..self.pack_units(block);

@@ -579,6 +579,7 @@ fn gangs_of_every_width_are_bit_identical() {
     let rt = Runtime::builder().workers(16).pin(false).build().unwrap();
     let mut schedules = std::collections::HashSet::new();
     let mut column_chunks = false;
+    let mut unpacked_chunks = false;
     let mut lanes_rows = false;
     // Whether a pair ran a private schedule's blocks in groups, per two-step or not.
     let mut pair_groups = [false; 2];
@@ -650,6 +651,14 @@ fn gangs_of_every_width_are_bit_identical() {
             Shape::new(40, 45, 45),
             true,
         ),
+        // Pointwise with 32 output channels, read in place: one block by the cache budget,
+        // cut in two for a pair (`HALF_BLOCK_PANELS`: 1296 pixels, 41 AVX-512 panels), so
+        // unpacked from width 3 on with two blocks, each with its short last panel.
+        (
+            Conv2dParams::new(16, 32, 1, 1, 0),
+            Shape::new(16, 36, 36),
+            false,
+        ),
         // Pointwise, one block of many columns for two or three weight panels: shared, its
         // compute cut by columns too (`compute_split`), the last chunk holding a short
         // tail (98 pixels), the residual read per chunk.
@@ -704,10 +713,11 @@ fn gangs_of_every_width_are_bit_identical() {
                 if schedule == Schedule::Private && gang::private_groups(c.blocks(), width) > 1 {
                     pair_groups[usize::from(c.algo().tile().is_some())] = true;
                 }
-                let chunked = shared
+                let chunked = (shared || schedule == Schedule::Unpacked)
                     && !two_step
                     && c.compute_split(0, crate::kernel::gang_items(width)).1 > 1;
                 column_chunks |= chunked;
+                unpacked_chunks |= chunked && schedule == Schedule::Unpacked;
                 lanes_rows |= chunked && c.algo() == ConvAlgo::Lanes;
             }
         }
@@ -718,6 +728,7 @@ fn gangs_of_every_width_are_bit_identical() {
         (Schedule::Shared, true, false),
         (Schedule::Shared, true, true),
         (Schedule::Replicated, false, false),
+        (Schedule::Unpacked, false, false),
     ] {
         assert!(
             schedules.contains(&ran),
@@ -725,6 +736,15 @@ fn gangs_of_every_width_are_bit_identical() {
         );
     }
     assert!(column_chunks, "a shared block's compute cut by columns ran");
+    assert!(
+        unpacked_chunks,
+        "an unpacked block's compute cut by columns ran"
+    );
+    // The AVX-512 tables' panels cut the `16 → 32` plane above into two blocks.
+    if Isa::Avx512.is_supported() {
+        let ran = (Schedule::Unpacked, false, true);
+        assert!(schedules.contains(&ran), "{ran:?} ran");
+    }
     assert!(
         lanes_rows,
         "a shared channel-lanes block's compute cut by rows ran"
