@@ -286,9 +286,12 @@ pub(super) fn block_count(units: usize, most: usize, least: usize) -> usize {
 /// frames, 16-core x86-64 Linux machine). In 16 blocks of 3 or 4 rows it ran alone at width
 /// 1 in 18.9–19.5 ms against 19.6–19.8 (a scratch `Conv2d::compute_chunks` loop, best of
 /// five 0.3 s runs, three rounds taking turns; 2-core AMD EPYC Zen 4 VM): fewer blocks
-/// stream its transformed weights fewer times. Of the zoo only that layer and Tiny
-/// YOLOv2's first conv (`3 → 16` on 416×416, 5408 column panels: 36 blocks → 48, level
-/// at width 1: 2.26–2.27 ms both) change on that VM.
+/// stream its transformed weights fewer times (it now takes 28 blocks of 2 rows:
+/// `winograd::WIDE_BLOCK_TILE_ROWS`). Of the zoo only that layer and Tiny YOLOv2's first
+/// conv (`3 → 16` on 416×416, 5408 column panels: 36 blocks → 48, level at width 1:
+/// 2.26–2.27 ms both) change on that VM; at width 16 Tiny YOLOv2 ran 5.8–5.9 ms a frame
+/// against 6.2 (`frame --net yolov2_tiny --width 16 --frames 40`, two rounds, one binary
+/// switched by a scratch variable, 16-core x86-64 Linux machine).
 fn wide_block_count(units: usize, blocks: usize, least: usize) -> usize {
     let wide = direct::WIDE_BLOCKS;
     if blocks <= wide || blocks.is_multiple_of(wide) {

@@ -876,6 +876,39 @@ fn more_blocks_than_a_wide_gang_come_in_multiples_of_it() {
     }
 }
 
+/// A Winograd plane that the cache budget cuts into 16 blocks or more comes in blocks of
+/// at most `WIDE_BLOCK_TILE_ROWS` rows of tiles; one of fewer keeps its blocks.
+#[test]
+fn winograd_planes_of_many_blocks_take_blocks_of_two_tile_rows() {
+    use super::direct::WIDE_BLOCKS;
+    use super::winograd::WIDE_BLOCK_TILE_ROWS;
+    // VGG16's `conv1_2`: 56 rows of F(4×4) tiles, at least 3 rows a block by the budget,
+    // which an L2 of up to 2 MB cuts into 19 blocks.
+    if crate::cache::CacheSizes::get().l2 > 2 << 20 {
+        return;
+    }
+    let p = Conv2dParams::new(64, 64, 3, 1, 1);
+    let (conv, _) = random_conv(p, Shape::new(64, 224, 224), 1);
+    let conv = conv.with_algo(ConvAlgo::Winograd).unwrap();
+    assert_eq!(conv.engine.blocks(), 56 / WIDE_BLOCK_TILE_ROWS);
+    let row = 4 * 224;
+    for b in 0..conv.engine.blocks() {
+        assert_eq!(
+            conv.engine.block_pixels(b).len(),
+            WIDE_BLOCK_TILE_ROWS * row
+        );
+    }
+    // `conv2_1`: 28 rows of tiles in fewer than 16 blocks of at least 5 rows, as before.
+    let p = Conv2dParams::new(64, 128, 3, 1, 1);
+    let (conv, _) = random_conv(p, Shape::new(64, 112, 112), 1);
+    let conv = conv.with_algo(ConvAlgo::Winograd).unwrap();
+    assert!(
+        conv.engine.blocks() < WIDE_BLOCKS,
+        "{}",
+        conv.engine.blocks()
+    );
+}
+
 /// Each engine's blocks cover the output plane once, in order, and differ by at most
 /// one panel (direct), one output row (channel lanes) or one row of tiles (Winograd).
 #[test]

@@ -82,6 +82,7 @@
 
 use std::ops::Range;
 
+use super::direct::WIDE_BLOCKS;
 use super::{Conv2dParams, Engine, TwoStep};
 use crate::cache::Blocking;
 use crate::gemm::{BlockEpilogue, PackedA, gemm, packed_b_len};
@@ -217,6 +218,23 @@ pub const MIN_TILES: usize = 32;
 /// 28×28 layers (`U` 19 and 38 MB), cut the same way, summed 2.0 ms less a frame at width
 /// 2 and 2.0 ms more at width 1, so they stay whole.
 pub const SPLIT_WEIGHT_BLOCKS: usize = 4;
+
+/// Most rows of tiles in a block of a plane that the cache budget cuts into at least 16
+/// blocks (`WIDE_BLOCKS`; a decision, from measurements): a 16-wide gang runs such a plane
+/// private, and smaller blocks let a rank that runs slow (a neighbour, the hypervisor)
+/// leave more of them to the others. VGG16's `conv1_2` (56 rows of tiles) was 16 blocks of
+/// 3 or 4 rows (`super::block_count`); in 28 of 2 rows, at width 16 (`frame --net vgg16
+/// --width 16 --frames 20 --profile`, one binary switched by a scratch variable, 16-core
+/// x86-64 Linux machine) it took 2.11–2.26 ms against 2.20–2.82 in four rounds on a quiet
+/// host and 2.64–2.90 against 3.66–4.95 in two on a busy one; the frames were level
+/// (17.4–19.2 against 16.1–18.8 ms). Alone at width 1 (a scratch `Conv2d::compute_chunks`
+/// loop, best of five 0.3 s runs, three rounds taking turns; 2-core AMD EPYC Zen 4 VM) it
+/// ran in 19.6–20.1 ms against 19.6–20.3, at width 2 (`frame --profile`, three rounds)
+/// in 11.9–13.3 against 13.5–16.0. Planes of fewer blocks keep theirs: `conv2_1` and
+/// `conv2_2` (28 rows of tiles in 6 blocks, shared at width 16) in 14 blocks ran at width
+/// 16 in 0.87–1.49 and 1.43–1.78 ms against 0.89–0.96 and 1.39–1.57 on the quiet host,
+/// though in 1.23–1.75 and 2.12–2.24 against 2.01–3.59 and 3.42–6.42 on the busy one.
+pub const WIDE_BLOCK_TILE_ROWS: usize = 2;
 
 /// Output channels per run of a block's GEMMs and output transforms (a decision, from a
 /// measurement): half of `mc`, the GEMM's row block, but no more than the `c` input
@@ -386,6 +404,8 @@ impl Winograd {
         let small = xi * k * c * 4 <= SPLIT_WEIGHT_BLOCKS * blocking.column_bytes;
         let blocks = if blocks == 1 && th >= 2 && small {
             2
+        } else if blocks >= WIDE_BLOCKS {
+            blocks.max(th / WIDE_BLOCK_TILE_ROWS)
         } else {
             blocks
         };
