@@ -890,23 +890,26 @@ fn winograd_planes_of_many_blocks_take_blocks_of_two_tile_rows() {
     let p = Conv2dParams::new(64, 64, 3, 1, 1);
     let (conv, _) = random_conv(p, Shape::new(64, 224, 224), 1);
     let conv = conv.with_algo(ConvAlgo::Winograd).unwrap();
-    assert_eq!(conv.engine.blocks(), 56 / WIDE_BLOCK_TILE_ROWS);
+    // 28 blocks of 2 rows with the AVX-512 and AVX2 panels, more with narrower ones.
+    let blocks = conv.engine.blocks();
+    assert!(blocks >= 56 / WIDE_BLOCK_TILE_ROWS, "{blocks} blocks");
     let row = 4 * 224;
-    for b in 0..conv.engine.blocks() {
-        assert_eq!(
-            conv.engine.block_pixels(b).len(),
-            WIDE_BLOCK_TILE_ROWS * row
+    for b in 0..blocks {
+        let rows = conv.engine.block_pixels(b).len() / row;
+        assert!(
+            (1..=WIDE_BLOCK_TILE_ROWS).contains(&rows),
+            "block {b}: {rows} rows"
         );
     }
-    // `conv2_1`: 28 rows of tiles in fewer than 16 blocks of at least 5 rows, as before.
+    // `conv2_1`: 28 rows of tiles in fewer than 16 blocks of at least 5 rows (panels of
+    // 16 tiles or more), as before.
     let p = Conv2dParams::new(64, 128, 3, 1, 1);
     let (conv, _) = random_conv(p, Shape::new(64, 112, 112), 1);
     let conv = conv.with_algo(ConvAlgo::Winograd).unwrap();
-    assert!(
-        conv.engine.blocks() < WIDE_BLOCKS,
-        "{}",
-        conv.engine.blocks()
-    );
+    if conv.kernels.nr >= 16 {
+        let blocks = conv.engine.blocks();
+        assert!(blocks < WIDE_BLOCKS, "{blocks} blocks");
+    }
 }
 
 /// Each engine's blocks cover the output plane once, in order, and differ by at most
