@@ -321,23 +321,39 @@ impl Conv2d {
             |_| (0..blocks).map(block_items).sum(),
             |_, item| {
                 let (mut block, mut item) = (0, item);
-                while item >= block_items(block) {
-                    item -= block_items(block);
+                let split = loop {
+                    let split = self.compute_split(block, items);
+                    if item < split.0 * split.1 {
+                        break split;
+                    }
+                    item -= split.0 * split.1;
                     block += 1;
-                }
-                let (groups, chunks) = self.compute_split(block, items);
-                let units = self.engine.column_units(self.kernels, block);
-                let units = split_range(units, item % chunks, chunks);
-                let (pixels, at) = self.engine.unit_columns(self.kernels, block, units);
+                };
+                let (channels, pixels, at) = self.split_item(block, split, item);
                 if pixels.end == self.engine.block_pixels(block).end {
                     self.engine
                         .pack(self.kernels, inputs[0], block, packed, work);
                 }
-                let channels = self.group_channels(item / chunks, groups);
                 let packed = &packed[at..];
                 self.compute_block(inputs, packed, block, pixels, channels, output, work);
             },
         );
+    }
+
+    /// Compute item `item` of block `block` cut into `(groups, chunks)`
+    /// ([`Conv2d::compute_split`]): its output channels, its pixels, and where their part
+    /// of the packed block starts.
+    fn split_item(
+        &self,
+        block: usize,
+        (groups, chunks): (usize, usize),
+        item: usize,
+    ) -> (Range<usize>, Range<usize>, usize) {
+        let channels = self.group_channels(item / chunks, groups);
+        let units = self.engine.column_units(self.kernels, block);
+        let units = split_range(units, item % chunks, chunks);
+        let (pixels, at) = self.engine.unit_columns(self.kernels, block, units);
+        (channels, pixels, at)
     }
 
     /// The output channels of group `group` of `groups`, in whole weight panels.
@@ -415,11 +431,7 @@ impl Conv2d {
                         });
                     }
                     None => {
-                        let (groups, chunks) = split(block);
-                        let channels = self.group_channels(item / chunks, groups);
-                        let units = self.engine.column_units(self.kernels, block);
-                        let units = split_range(units, item % chunks, chunks);
-                        let (pixels, at) = self.engine.unit_columns(self.kernels, block, units);
+                        let (channels, pixels, at) = self.split_item(block, split(block), item);
                         let packed = buffers[block % 2]
                             .read()
                             .expect("the block is packed: its packing phase finished");
