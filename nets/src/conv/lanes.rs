@@ -115,6 +115,20 @@ pub(crate) const WIDE_BLOCK_ROWS: usize = 4;
 /// against 0.896–0.910. Paths with one tile width have it for both.
 pub(crate) const SHORT_STEPS: usize = 320;
 
+/// How far past a tile's first pixel, in floats, each of its output rows is prefetched
+/// before the tile stores (a decision, from a measurement). A tile writes a few pixels
+/// into each of its channels' rows: 32 rows on AVX-512, each in another output plane, too
+/// many streams for the hardware prefetcher. In a frame the output lines are cold, and a
+/// short reduction (a stem's 27 steps) leaves each store's read-for-ownership waiting on
+/// memory. Alone, with 24 MB written between runs so that the output is cold as in a
+/// frame (a scratch `Conv2d::compute_chunks` loop, median of 0.4 s of runs, three rounds
+/// taking turns; 2-core AMD EPYC Zen 4 VM, AVX-512): SqueezeNet's stem (`3 → 64` 3×3
+/// stride 2 on 224×224) 1.06–1.31 ms with no prefetch, 0.74–0.90 with 32 floats, 0.82–0.91
+/// with 64 and 0.85–0.89 with 128; with the output hot, 0.61–0.68 against 0.61–0.71.
+/// Layers with longer reductions were level within the VM's noise either way (`16 → 64`
+/// 3×3 on 55×55, `64 → 256` on 13×13, ResNet50's 7×7 stem).
+pub(crate) const STORE_AHEAD: usize = 32;
+
 /// Fewest reduction steps (`C·kh·kw`) for [`pays_off`] at stride 1 (module docs: 27
 /// lost, 144 won).
 pub const MIN_STEPS: usize = 128;

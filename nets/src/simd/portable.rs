@@ -102,6 +102,9 @@ mod blocked {
         crate::conv::winograd::interleave_from(xs, m, n, 0, row);
     }
 
+    /// The lanes conv's `$prefetch`: nothing (no portable prefetch).
+    fn prefetch(_p: *const f32) {}
+
     /// `a·b + c`, two roundings (as the portable path's other kernels).
     fn fma(a: V, b: V, c: V) -> V {
         std::array::from_fn(|i| a[i] * b[i] + c[i])
@@ -147,7 +150,8 @@ mod blocked {
         min = min,
         leaky = leaky,
         load_t = load_t,
-        interleave = interleave
+        interleave = interleave,
+        prefetch = prefetch
     );
 }
 

@@ -22,6 +22,12 @@
 //! L2 hint worse than L1). A prefetch never faults, so one past the weights' end is
 //! harmless. NEON has no stable prefetch intrinsic: there it is a no-op.
 //!
+//! A B read in place (a channel plane per row) is prefetched too, by the tile of a call's
+//! first rows, [`crate::gemm::B_IN_PLACE_AHEAD`] panels ahead (`RawTile::b_ahead`); and
+//! the channel-lanes conv prefetches each output row it is about to store into
+//! ([`crate::conv::lanes::STORE_AHEAD`]). Both stream from as many planes as a tile has
+//! rows, more than the hardware prefetcher follows.
+//!
 //! # Lane kernel
 //! The last few columns of a short panel (a 7×7 plane's 49th pixel) turn the tile around:
 //! a vector of `LANES` rows of A times one broadcast value of B per column (`gemm_cols`).
@@ -153,7 +159,7 @@ macro_rules! lanes_conv {
         pixels = ($short:expr, $long:expr), store_t = ($store_t:path, $store_px:expr),
         zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
         fma = $fma:ident, add = $add:ident, max = $max:ident, min = $min:ident,
-        leaky = $leaky:ident, load_t = $load_t:ident
+        leaky = $leaky:ident, load_t = $load_t:ident, prefetch = $prefetch:ident
     ) => {
         /// Output channels of a channel-lanes tile: the width of its weight panels.
         pub(crate) const LANES_OC: usize = $nv * $lanes;
@@ -297,6 +303,10 @@ macro_rules! lanes_conv {
                                 .wrapping_add((panel * OC) * ldo + col)
                                 .wrapping_sub(call.skip * ldo);
                             let (room, lanes) = (cols - col, first..last);
+                            let ahead = crate::conv::lanes::STORE_AHEAD;
+                            for l in lanes.clone() {
+                                $prefetch(row0.wrapping_add(l * ldo + ahead));
+                            }
                             if PX <= $store_px {
                                 $store_t(&acc, n, room, lanes, row0, ldo);
                             } else {
@@ -862,7 +872,8 @@ macro_rules! conv_kernels {
         zero = $zero:ident, load = $load:ident, store = $store:ident, set1 = $set1:ident,
         fma = $fma:ident, add = $add:ident,
         sub = $sub:ident, mul = $mul:ident, max = $max:ident, min = $min:ident,
-        leaky = $leaky:ident, load_t = $load_t:ident, interleave = $interleave:ident
+        leaky = $leaky:ident, load_t = $load_t:ident, interleave = $interleave:ident,
+        prefetch = $prefetch:ident
     ) => {
         depthwise_blocked!(
             attr = { $(#[$attr])* }, $v, lanes = $lanes, zero = $zero, load = $load,
@@ -874,7 +885,7 @@ macro_rules! conv_kernels {
             attr = { $(#[$attr])* }, $v, lanes = $lanes, vectors = $lcv,
             pixels = ($short, $long), store_t = ($lst, $lstpx), zero = $zero, load = $load,
             store = $store, set1 = $set1, fma = $fma, add = $add,
-            max = $max, min = $min, leaky = $leaky, load_t = $load_t
+            max = $max, min = $min, leaky = $leaky, load_t = $load_t, prefetch = $prefetch
         );
 
         winograd_transforms!(
@@ -932,7 +943,8 @@ macro_rules! isa_kernels {
                 lanes_conv = ($lcv, ($short, $long), store_t = ($lst, $lstpx)), zero = $zero,
                 load = $load, store = $store,
                 set1 = $set1, fma = $fma, add = $add, sub = $sub, mul = $mul, max = $max,
-                min = $min, leaky = $leaky, load_t = $load_t, interleave = $interleave
+                min = $min, leaky = $leaky, load_t = $load_t, interleave = $interleave,
+                prefetch = $prefetch
             );
 
             pub(crate) const MAX_3X3_S2: Option<$crate::simd::MaxPool3x3Fn> = $max3;
@@ -1028,6 +1040,11 @@ macro_rules! isa_kernels {
                     for k in 0..t.kc {
                         let (a, b) = (a.add(k * ak), t.b.add(k * t.ldb));
                         $prefetch(a.wrapping_add(crate::simd::template::PREFETCH_AHEAD));
+                        if r0 == 0 && t.b_ahead != 0 {
+                            for j in 0..NV {
+                                $prefetch(b.wrapping_add(t.b_ahead + j * LANES));
+                            }
+                        }
                         let mut bv = [$zero(); NV];
                         for (j, v) in bv.iter_mut().enumerate() {
                             *v = $load(b.add(j * LANES));
