@@ -17,6 +17,10 @@
 //! each frame on one worker and fails unless the outputs are bit-identical. `--profile` adds each layer's time and GFLOP/s, read from
 //! the runtime's trace table (a moving average over the frames run).
 //!
+//! The program's own thread submits each frame and waits for it. Where the runtime pins
+//! its workers it is pinned too, to the CPU of the place's first worker
+//! (`Runtime::pin_caller`), unless `--unpinned-caller`.
+//!
 //! `--peak` measures the machine's limits in the same run (`probe::limits_on`): the FMA
 //! peak and the read and copy bandwidth of one worker, and of the place's workers at once.
 //! A frame's GFLOP/s is then also given as a share of the place's peak, and how far the
@@ -121,6 +125,12 @@ struct Cli {
     /// and every concat copies its inputs).
     #[arg(long)]
     keep_outputs: bool,
+    /// Leave this program's own thread, which submits the frames and waits for them, where
+    /// the OS puts it, instead of pinning it to the CPU of the place's first worker
+    /// (`Runtime::pin_caller`: it then hands each frame to a worker still spinning there
+    /// and is woken on a CPU that is not asleep); for A/B runs.
+    #[arg(long)]
+    unpinned_caller: bool,
     #[command(flatten)]
     json: JsonArg,
     /// Serve frames on request: after a warm-up frame print `ready`, then read commands
@@ -283,7 +293,16 @@ fn main() -> anyhow::Result<()> {
         .with_context(|| format!("building {name}"))?;
     let build = started.elapsed();
     sayln!("{}", rt.topology());
-    sayln!("isa: {isa}; convolutions: {:?}", cli.conv);
+    // Where the workers are pinned, so is this thread: onto the place's first worker's CPU.
+    let caller = if !cli.unpinned_caller && rt.pin_caller(place.leader())? {
+        format!("on worker {}'s CPU", place.leader())
+    } else {
+        "unpinned".to_string()
+    };
+    sayln!(
+        "isa: {isa}; convolutions: {:?}; this thread (the frames' caller) {caller}",
+        cli.conv
+    );
     sayln!(
         "{}: {} layers, {} units, {:.2} GFLOP and {:.1} MB of buffers per frame ({:.1} MB of them the gangs' workspace, allocated on first use; {} residual adds and {} concats in place); built in {:.2} s; {}, {} input; on place {place}",
         name,

@@ -119,6 +119,14 @@ pub enum RuntimeError {
         /// How many clusters exist.
         clusters: usize,
     },
+    /// A worker index the runtime does not have.
+    #[error("worker {worker} does not exist: this runtime has {workers} worker(s)")]
+    NoSuchWorker {
+        /// The index asked for.
+        worker: usize,
+        /// How many workers exist.
+        workers: usize,
+    },
     /// A worker thread could not be started.
     #[error("could not start worker thread {worker}: {message}")]
     Spawn {

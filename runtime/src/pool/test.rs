@@ -88,3 +88,44 @@ fn a_panic_in_the_runtime_around_a_task_fails_its_graph_instead_of_hanging() {
         });
     }
 }
+
+/// A pinning runtime pins the caller to the CPU of the worker asked for, where the OS lets
+/// it; then the caller runs there alone, and a graph it runs still completes.
+#[test]
+fn the_caller_is_pinned_to_its_workers_cpu() {
+    let Ok(topology) = Topology::detect() else {
+        return; // no CPU list to pin to (a sandbox): nothing to check
+    };
+    let last = topology.num_workers() - 1;
+    let cpu = topology.cpus()[last].id;
+    let rt = Runtime::builder()
+        .topology(topology)
+        .pin(true)
+        .build()
+        .expect("a pinning runtime");
+    let pinned = within("pin_caller".into(), move || {
+        let pinned = rt.pin_caller(last).expect("a worker of the runtime");
+        if pinned {
+            let ids: Vec<usize> = core_affinity::get_core_ids()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| c.id)
+                .collect();
+            assert_eq!(ids, vec![cpu], "the caller's CPUs after pin_caller({last})");
+        }
+        rt.run_on(Place::new(last, 1), |_| {})
+            .expect("a graph run by the pinned caller");
+        assert!(matches!(
+            rt.pin_caller(last + 1),
+            Err(RuntimeError::NoSuchWorker { worker, workers }) if worker == last + 1 && workers == last + 1
+        ));
+        pinned
+    });
+    // Where a thread of this process may pin itself there, so must the caller have been.
+    let can_pin = std::thread::spawn(move || {
+        core_affinity::set_for_current(core_affinity::CoreId { id: cpu })
+    })
+    .join()
+    .expect("pinning by hand does not panic");
+    assert_eq!(pinned, can_pin, "pin_caller against pinning by hand");
+}
