@@ -150,6 +150,17 @@ pub fn gemm(
 /// input is such a B, one channel plane per row, which its GEMM then reads without a pack
 /// (`conv/direct.rs` says where that pays). The bits are [`gemm`]'s on the same values.
 ///
+/// Its B is not prefetched (a decision, from a measurement). A column panel's rows lie a
+/// plane apart, 64 to 512 streams, so in a frame, with the input in L3 or memory, every
+/// line is a demand miss. A prefetch of each row two panels ahead, from the micro-kernel's
+/// `k` loop, took SqueezeNet's `128 → 16` squeeze on 55×55 alone, its input cold, from
+/// 0.299–0.322 ms to 0.143–0.147 (2-core AMD EPYC Zen 4 VM), and in frames from
+/// 0.138–0.260 to 0.129–0.139. But that loop is every GEMM's: with the prefetch behind a
+/// branch, or unconditional (a packed panel prefetching its own lines), the report's
+/// direct path ran 3–7% slower in four rounds taking turns with the build before (`cargo
+/// bench -p taopipe-nets --bench bench_main -- report`: 93.2, 97.3, 99.1 and 95.5 GFLOP/s
+/// against 100.4, 104.5, 102.3 and 99.3), and VGG16 and ResNet50 run on it.
+///
 /// # Panics
 /// As [`gemm`]; also if `c.cols()` is not whole panels or `b` lacks a row.
 #[allow(clippy::too_many_arguments)]
@@ -166,24 +177,6 @@ pub fn gemm_in_place(
     let layout = BLayout::Rows { ld: ldb };
     gemm_with(kernels, blocking, a, rows, b, layout, c, epilogue);
 }
-
-/// How many column panels ahead a GEMM that reads B in place ([`gemm_in_place`])
-/// prefetches B's rows (a decision, from a measurement). Such a B is a channel plane per
-/// row, so a column panel's `kdim` rows lie a plane apart: as many streams as the
-/// reduction has rows (64 to 256 in the zoo), far more than the hardware prefetcher
-/// follows. In a frame the input comes from L3 or memory, and every line was a demand
-/// miss. So each `k` step of the first row tile also prefetches the same row's lines this
-/// many panels on (`RawTile::b_ahead`). Alone, with 24 MB written between runs so that
-/// the input is cold as in a frame (a scratch `Conv2d::compute_chunks` loop, median of
-/// 0.4 s of runs, three rounds taking turns; 2-core AMD EPYC Zen 4 VM, AVX-512), none
-/// against 1, 2 and 4 panels ahead: SqueezeNet's `128 → 16` on 55×55 0.299–0.322 ms
-/// against 0.176–0.187, 0.143–0.147 and 0.144–0.147; its `64 → 16` 0.137–0.161 against
-/// 0.094–0.103, 0.078–0.079 and 0.080–0.085; MobileNetV2's `144 → 24` on 56×56 0.500
-/// against 0.322, 0.236 and 0.241, `32 → 16` on 112×112 0.312 against 0.237, 0.208 and
-/// 0.207, `192 → 32` on 28×28 0.168 against 0.120, 0.107 and 0.110; `256 → 64` on 13×13
-/// 0.073 against 0.066, 0.068 and 0.067. With the input hot in cache it costs up to 3%
-/// (`32 → 16` on 112×112 0.145 against 0.148 ms, `256 → 64` on 13×13 0.055 against 0.057).
-pub(crate) const B_IN_PLACE_AHEAD: usize = 2;
 
 /// Where B's values are.
 #[derive(Clone, Copy, Debug)]

@@ -365,10 +365,6 @@ pub(crate) struct RawTile {
     pub(crate) ldb: usize,
     /// Floats from `b` to the next panel (read by a kernel with extra columns only).
     pub(crate) b_next: usize,
-    /// Floats from each `k` step's B to the lines the tile of the first rows prefetches
-    /// (a panel's worth, `NR` floats, there), or 0 for none: B read in place
-    /// ([`crate::gemm::B_IN_PLACE_AHEAD`]).
-    pub(crate) b_ahead: usize,
     pub(crate) c: *mut f32,
     pub(crate) ldc: usize,
     /// Add to what `c` holds (a later `kc` block) instead of overwriting it.
@@ -412,7 +408,6 @@ impl RawTile {
             b: b.as_ptr(),
             ldb,
             b_next: 0,
-            b_ahead: 0,
             c: c_ptr,
             ldc: c.ld(),
             accumulate,
@@ -748,10 +743,7 @@ impl Kernels {
             "B: {} floats for {panels} panels {b_step} apart, steps {ldb} apart",
             b.len()
         );
-        let mut first = RawTile::new(kc, a, a_step, b, ldb, c, 0, accumulate, epilogue);
-        if !packed {
-            first.b_ahead = crate::gemm::B_IN_PLACE_AHEAD * nr;
-        }
+        let first = RawTile::new(kc, a, a_step, b, ldb, c, 0, accumulate, epilogue);
         for q in 0..panels {
             let raw = RawTile {
                 b: first.b.wrapping_add(q * b_step),

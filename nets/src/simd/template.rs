@@ -22,11 +22,11 @@
 //! L2 hint worse than L1). A prefetch never faults, so one past the weights' end is
 //! harmless. NEON has no stable prefetch intrinsic: there it is a no-op.
 //!
-//! A B read in place (a channel plane per row) is prefetched too, by the tile of a call's
-//! first rows, [`crate::gemm::B_IN_PLACE_AHEAD`] panels ahead (`RawTile::b_ahead`); and
-//! the channel-lanes conv prefetches each output row it is about to store into
-//! ([`crate::conv::lanes::STORE_AHEAD`]). Both stream from as many planes as a tile has
-//! rows, more than the hardware prefetcher follows.
+//! The channel-lanes conv prefetches each output row it is about to store into
+//! ([`crate::conv::lanes::STORE_AHEAD`]): a tile writes as many planes as it has
+//! channels, more streams than the hardware prefetcher follows. A GEMM that reads B in
+//! place has as many streams, but prefetching them from this loop slowed every GEMM
+//! (`crate::gemm::gemm_in_place`'s docs).
 //!
 //! # Lane kernel
 //! The last few columns of a short panel (a 7×7 plane's 49th pixel) turn the tile around:
@@ -1040,11 +1040,6 @@ macro_rules! isa_kernels {
                     for k in 0..t.kc {
                         let (a, b) = (a.add(k * ak), t.b.add(k * t.ldb));
                         $prefetch(a.wrapping_add(crate::simd::template::PREFETCH_AHEAD));
-                        if r0 == 0 && t.b_ahead != 0 {
-                            for j in 0..NV {
-                                $prefetch(b.wrapping_add(t.b_ahead + j * LANES));
-                            }
-                        }
                         let mut bv = [$zero(); NV];
                         for (j, v) in bv.iter_mut().enumerate() {
                             *v = $load(b.add(j * LANES));
