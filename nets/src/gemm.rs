@@ -23,7 +23,7 @@ use std::ops::Range;
 
 use crate::activation::Activation;
 use crate::cache::Blocking;
-use crate::simd::{Epilogue, Kernels, MatMut, Residual};
+use crate::simd::{Epilogue, Kernels, MatMut, Residual, prefetch_l2};
 
 /// A row-major `rows × kdim` matrix packed into panels of `MR` rows, rows past the end
 /// zero, block by block of the reduction: for each `kc` block, every panel's `kc × MR`
@@ -150,16 +150,23 @@ pub fn gemm(
 /// input is such a B, one channel plane per row, which its GEMM then reads without a pack
 /// (`conv/direct.rs` says where that pays). The bits are [`gemm`]'s on the same values.
 ///
-/// Its B is not prefetched (a decision, from a measurement). A column panel's rows lie a
-/// plane apart, 64 to 512 streams, so in a frame, with the input in L3 or memory, every
-/// line is a demand miss. A prefetch of each row two panels ahead, from the micro-kernel's
-/// `k` loop, took SqueezeNet's `128 → 16` squeeze on 55×55 alone, its input cold, from
-/// 0.299–0.322 ms to 0.143–0.147 (2-core AMD EPYC Zen 4 VM), and in frames from
-/// 0.138–0.260 to 0.129–0.139. But that loop is every GEMM's: with the prefetch behind a
-/// branch, or unconditional (a packed panel prefetching its own lines), the report's
-/// direct path ran 3–7% slower in four rounds taking turns with the build before (`cargo
-/// bench -p taopipe-nets --bench bench_main -- report`: 93.2, 97.3, 99.1 and 95.5 GFLOP/s
-/// against 100.4, 104.5, 102.3 and 99.3), and VGG16 and ResNet50 run on it.
+/// Its B is prefetched into L2 from the blocked loop, [`B_AHEAD`] column panels ahead,
+/// every line of the panel's rows before the tile two panels back runs (a decision, from
+/// measurements). A column panel's rows lie a plane apart, 64 to 512 streams, so in a
+/// frame, with the input in L3 or memory, every line was a demand miss. A prefetch from
+/// the micro-kernel's `k` loop cured that but slowed every GEMM, since they share that
+/// loop: the report's direct path ran 3–7% slower in four rounds taking turns with the
+/// build before (`cargo bench -p taopipe-nets --bench bench_main -- report`: 93.2, 97.3,
+/// 99.1 and 95.5 GFLOP/s against 100.4, 104.5, 102.3 and 99.3). From the blocked loop
+/// the micro-kernel stays as it was. Measured on a 2-core AMD EPYC Zen 4 VM, alone with
+/// the input cold (a scratch `Conv2d::compute_chunks` loop, 24 MB written between runs,
+/// median of 0.4 s of runs, rounds taking turns): SqueezeNet's `128 → 16` squeeze on 55×55
+/// 0.332–0.366 ms without, 0.227–0.341 with an L1 hint, **0.192–0.265** with the L2 hint;
+/// MobileNetV2's `144 → 24` on 56×56 0.514–0.620, 0.319–0.537 and **0.322–0.398**; 1, 4
+/// and 8 panels ahead (L1 hint) no better than 2. In frames (`frame --width 1 --frames 100
+/// --profile`, four rounds, the builds taking turns) SqueezeNet's `features_4` squeeze
+/// went 0.157 → 0.147 ms and its layers summed 7.57 → 7.49 ms; MobileNetV2's `32 → 16`
+/// on 112×112 0.233 → 0.209 and its layers 8.20 → 8.06.
 ///
 /// # Panics
 /// As [`gemm`]; also if `c.cols()` is not whole panels or `b` lacks a row.
@@ -306,10 +313,47 @@ fn gemm_with(
                     (whole..passes).for_each(|jp| tile(r.clone(), jp..jp + 1));
                 }
             } else {
-                (0..passes).for_each(|jp| tile(0..h, jp..jp + 1));
+                for jp in 0..passes {
+                    if in_place {
+                        prefetch_rows(b, ldb_of(layout), jp + B_AHEAD, nr, k0..k0 + kcb, cols);
+                    }
+                    tile(0..h, jp..jp + 1);
+                }
             }
         }
         k0 += kcb;
+    }
+}
+
+/// How many column panels ahead [`gemm_in_place`] prefetches B's rows.
+const B_AHEAD: usize = 2;
+
+/// The row stride of B read in place (0 when packed: never used then).
+fn ldb_of(layout: BLayout) -> usize {
+    match layout {
+        BLayout::Rows { ld } => ld,
+        BLayout::Packed => 0,
+    }
+}
+
+/// Prefetches rows `ks` of column panel `panel` of a B read in place (row `k` at `k·ld`,
+/// `nr` columns a panel) into L2, every cache line of them; nothing past the last of
+/// `cols` columns. Issued before the tile of the panel [`B_AHEAD`] before it, outside the
+/// micro-kernel, whose loop every GEMM shares ([`gemm_in_place`]'s docs).
+fn prefetch_rows(b: &[f32], ld: usize, panel: usize, nr: usize, ks: Range<usize>, cols: usize) {
+    const LINE: usize = 64;
+    let j0 = panel * nr;
+    if j0 >= cols {
+        return;
+    }
+    let width = nr.min(cols - j0) * size_of::<f32>();
+    for k in ks {
+        let row = b.as_ptr().wrapping_add(k * ld + j0);
+        // From the start of the row's first line.
+        let lead = (row as usize % LINE) as isize;
+        for offset in (-lead..width as isize).step_by(LINE) {
+            prefetch_l2(row.wrapping_byte_offset(offset));
+        }
     }
 }
 

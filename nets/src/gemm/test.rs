@@ -87,6 +87,39 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(proptest_config(24))]
+
+    /// B read in place, its rows `ldb` apart and padded past the columns, gives [`gemm`]'s
+    /// bits on the same B packed, for every ISA and tile. With more panels than
+    /// [`B_AHEAD`] the prefetch of the panels ahead runs, up to B's last row, whose slice
+    /// ends at the last column: the hints past it must read nothing.
+    #[test]
+    fn gemm_in_place_matches_packed(
+        m in 1usize..30, panels in 1usize..7, kdim in 1usize..260, pad in 0usize..9,
+        act in activation(), seed in 0u64..1000,
+    ) {
+        for isa in Isa::available() {
+            for k in Kernels::variants(isa) {
+                let (n, ldb) = (panels * k.nr, panels * k.nr + pad);
+                let a = random_vec(m * kdim, seed);
+                let b = random_vec((kdim - 1) * ldb + n, seed + 1);
+                let dense: Vec<f32> = (0..kdim).flat_map(|r| b[r * ldb..r * ldb + n].to_vec()).collect();
+                let blocking = Blocking::new(k, CacheSizes::get());
+                let pa = PackedA::from_rows(k.mr, blocking.kc_in_place(kdim), m, kdim, &a);
+                let bias = random_vec(m, seed + 2);
+                let e = BlockEpilogue { bias: &bias, residual: Residual::None, act };
+                let mut want = vec![f32::NAN; m * n];
+                let pb = pack_b(&dense, kdim, n, k.nr);
+                gemm(k, &blocking, &pa, 0..m, &pb, &mut MatMut::from_slice(&mut want, n, m, n), Some(&e));
+                let mut got = vec![f32::NAN; m * n];
+                gemm_in_place(k, &blocking, &pa, 0..m, &b, ldb, &mut MatMut::from_slice(&mut got, n, m, n), Some(&e));
+                prop_assert_eq!(bits(&got), bits(&want), "{}", k);
+            }
+        }
+    }
+}
+
 /// C holds partial sums between `kc` blocks, so a residual cannot be read from it then.
 #[test]
 #[should_panic(expected = "in one kc block")]

@@ -42,6 +42,17 @@ mod runs;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+/// Hints that the cache line at `p` will be read soon, into L2 (`gemm_in_place`'s docs
+/// say why not L1). A hint never faults, so `p` may point anywhere. A no-op off x86-64:
+/// NEON has no stable prefetch intrinsic.
+#[inline(always)]
+pub(crate) fn prefetch_l2(p: *const f32) {
+    #[cfg(target_arch = "x86_64")]
+    x86::prefetch_l2(p);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 pub use mat::{MatMut, MatRef};
 pub(crate) use runs::{copy_runs, zero_runs};
 

@@ -25,8 +25,8 @@
 //! The channel-lanes conv prefetches each output row it is about to store into
 //! ([`crate::conv::lanes::STORE_AHEAD`]): a tile writes as many planes as it has
 //! channels, more streams than the hardware prefetcher follows. A GEMM that reads B in
-//! place has as many streams, but prefetching them from this loop slowed every GEMM
-//! (`crate::gemm::gemm_in_place`'s docs).
+//! place has as many streams, but prefetching them from this loop slowed every GEMM: the
+//! blocked loop prefetches them instead (`crate::gemm::gemm_in_place`'s docs).
 //!
 //! # Lane kernel
 //! The last few columns of a short panel (a 7×7 plane's 49th pixel) turn the tile around:

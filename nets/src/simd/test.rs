@@ -1518,3 +1518,15 @@ fn winograd_transforms_match_f64() {
         }
     }
 }
+
+/// A prefetch is a hint: inside a slice, past its end, far off or null, it reads nothing
+/// and never faults (`gemm_in_place` and the lanes conv prefetch past their data).
+#[test]
+fn a_prefetch_never_faults() {
+    let v = vec![1.0f32; 64];
+    for offset in [0isize, 15, 63, 64, 1 << 20, -(1 << 20)] {
+        super::prefetch_l2(v.as_ptr().wrapping_offset(offset));
+    }
+    super::prefetch_l2(std::ptr::null());
+    assert_eq!(v, vec![1.0; 64]);
+}

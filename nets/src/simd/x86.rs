@@ -26,6 +26,13 @@ pub(super) fn prefetch(p: *const f32) {
     unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
 }
 
+/// Prefetches the line at `p` into L2.
+#[inline(always)]
+pub(super) fn prefetch_l2(p: *const f32) {
+    // SAFETY: a prefetch is a hint: it never faults and reads nothing, whatever `p` is.
+    unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) }
+}
+
 /// Leaky ReLU, `v ≥ 0 ? v : slope · v` lane by lane (the template's `$leaky`): the
 /// ordered compare is false for NaN, which then takes `slope · v`, as the scalar rule does.
 #[target_feature(enable = "avx")]
