@@ -280,8 +280,7 @@ impl Direct {
         }
     }
 
-    /// The micro-kernel table for a reduction of `kdim` (the weight rows' length) over a
-    /// plane of `cols` output pixels.
+    /// The micro-kernel table for `p` on `input`, whose output plane is `cols` pixels.
     ///
     /// Above [`STORE_BOUND_K`] the GEMM runs column panel by column panel, streaming the
     /// block's weights past each: a wider tile ([`Isa::wide_kernels`], 8 × 48 on AVX-512)
@@ -297,9 +296,28 @@ impl Direct {
     /// ResNet50's 28×28 and 14×14 Winograd layers by a fifth or more (0.97 → 1.22 and
     /// 1.20 → 1.46 ms each).
     ///
+    /// A GEMM that reads its input in place runs column panel by column panel whatever
+    /// its reduction ([`crate::gemm::gemm_in_place`]), so it takes the wide tile too (a
+    /// decision, from measurements): the few output channels of such convs (16 to 96)
+    /// are whole 8-row panels more often than 12-row ones (16 = 12 + 4 leaves a 4-row
+    /// tile of 8 accumulators). Alone with the input hot (a scratch
+    /// `Conv2d::compute_chunks` loop, median of 0.4 s of runs, two rounds; 2-core AMD EPYC
+    /// Zen 4 VM), 12 × 32 against 8 × 48: SqueezeNet's `128 → 16` on 55×55 0.135–0.139
+    /// against 0.129–0.130 ms, `64 → 16` 0.067–0.068 against 0.065–0.074, `16 → 64`
+    /// 0.070 against 0.068; MobileNetV2's `96 → 24` on 56×56 0.144–0.147 against
+    /// 0.140–0.141, `144 → 24` 0.221–0.223 against 0.218–0.220, `32 → 16` on 112×112
+    /// 0.163 against 0.148; `32 → 128` and `256 → 32` on 27×27 level.
+    ///
     /// Planes of [`NARROW_TILE_COLS`] keep the taller tile whatever the reduction.
-    pub(super) fn kernels(isa: Isa, kdim: usize, cols: usize) -> &'static Kernels {
-        if kdim > STORE_BOUND_K && !NARROW_TILE_COLS.contains(&cols) {
+    pub(super) fn kernels(
+        isa: Isa,
+        p: &Conv2dParams,
+        input: Shape,
+        cols: usize,
+    ) -> &'static Kernels {
+        let kdim = p.in_channels * p.kernel.0 * p.kernel.1;
+        let by_columns = kdim > STORE_BOUND_K || reads_in_place(p, input);
+        if by_columns && !NARROW_TILE_COLS.contains(&cols) {
             isa.wide_kernels()
         } else {
             isa.kernels()

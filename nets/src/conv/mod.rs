@@ -561,10 +561,7 @@ impl Conv2d {
         }
         isa.supported()?;
         let kernels = match algo {
-            ConvAlgo::Direct => {
-                let kdim = params.in_channels * params.kernel.0 * params.kernel.1;
-                Direct::kernels(isa, kdim, out_shape.plane())
-            }
+            ConvAlgo::Direct => Direct::kernels(isa, &params, in_shape, out_shape.plane()),
             _ => isa.kernels(),
         };
         let blocking = Blocking::new(kernels, CacheSizes::get());

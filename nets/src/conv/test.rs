@@ -195,23 +195,41 @@ fn algorithm_order() {
 }
 
 /// The direct path's tile follows the GEMM's loop order: the wide one exactly where the
-/// weights stream past each column panel (`Direct::kernels`), but for 13×13 and 14×14
-/// planes (`direct::NARROW_TILE_COLS`).
+/// weights stream past each column panel (`Direct::kernels`) and where the GEMM reads its
+/// input in place, but for 13×13 and 14×14 planes (`direct::NARROW_TILE_COLS`).
 #[test]
 fn direct_tiles_follow_the_loop_order() {
     use crate::gemm::STORE_BOUND_K;
+    // A pointwise conv of `kdim` channels on a `cols`-pixel plane into `out` channels:
+    // 512 are never read in place, 16 always are.
+    let at = |isa: Isa, kdim: usize, out: usize, cols: usize| {
+        let p = Conv2dParams::new(kdim, out, 1, 1, 0);
+        direct::Direct::kernels(isa, &p, Shape::new(kdim, 1, cols), cols)
+    };
     for isa in Isa::available() {
         for cols in [49, 96, 256, 784, 3136] {
-            let at = |kdim| direct::Direct::kernels(isa, kdim, cols);
-            assert!(std::ptr::eq(at(STORE_BOUND_K), isa.kernels()), "{isa}");
             assert!(
-                std::ptr::eq(at(STORE_BOUND_K + 1), isa.wide_kernels()),
+                std::ptr::eq(at(isa, STORE_BOUND_K, 512, cols), isa.kernels()),
+                "{isa}"
+            );
+            assert!(
+                std::ptr::eq(at(isa, STORE_BOUND_K + 1, 512, cols), isa.wide_kernels()),
                 "{isa} {cols}"
+            );
+            assert!(
+                std::ptr::eq(at(isa, 64, 16, cols), isa.wide_kernels()),
+                "{isa} {cols} in place"
             );
         }
         for cols in [97, 169, 196, 255] {
-            let at = |kdim| direct::Direct::kernels(isa, kdim, cols);
-            assert!(std::ptr::eq(at(STORE_BOUND_K + 1), isa.kernels()), "{isa}");
+            assert!(
+                std::ptr::eq(at(isa, STORE_BOUND_K + 1, 512, cols), isa.kernels()),
+                "{isa}"
+            );
+            assert!(
+                std::ptr::eq(at(isa, 64, 16, cols), isa.kernels()),
+                "{isa} in place"
+            );
         }
     }
     #[cfg(target_arch = "x86_64")]
