@@ -150,7 +150,7 @@ pub fn gemm(
 /// input is such a B, one channel plane per row, which its GEMM then reads without a pack
 /// (`conv/direct.rs` says where that pays). The bits are [`gemm`]'s on the same values.
 ///
-/// Its B is prefetched into L2 from the blocked loop, [`B_AHEAD`] column panels ahead,
+/// Its B is prefetched into L2 from the blocked loop, two column panels ahead (`B_AHEAD`),
 /// every line of the panel's rows before the tile two panels back runs (a decision, from
 /// measurements). A column panel's rows lie a plane apart, 64 to 512 streams, so in a
 /// frame, with the input in L3 or memory, every line was a demand miss. A prefetch from
