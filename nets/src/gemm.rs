@@ -315,7 +315,8 @@ fn gemm_with(
             } else {
                 for jp in 0..passes {
                     if in_place {
-                        prefetch_rows(b, ldb_of(layout), jp + B_AHEAD, nr, k0..k0 + kcb, cols);
+                        // In place, a `k` step is a row of B.
+                        prefetch_rows(b, k_step, jp + B_AHEAD, nr, k0..k0 + kcb, cols);
                     }
                     tile(0..h, jp..jp + 1);
                 }
@@ -327,14 +328,6 @@ fn gemm_with(
 
 /// How many column panels ahead [`gemm_in_place`] prefetches B's rows.
 const B_AHEAD: usize = 2;
-
-/// The row stride of B read in place (0 when packed: never used then).
-fn ldb_of(layout: BLayout) -> usize {
-    match layout {
-        BLayout::Rows { ld } => ld,
-        BLayout::Packed => 0,
-    }
-}
 
 /// Prefetches rows `ks` of column panel `panel` of a B read in place (row `k` at `k·ld`,
 /// `nr` columns a panel) into L2, every cache line of them; nothing past the last of
