@@ -207,29 +207,32 @@ fn direct_tiles_follow_the_loop_order() {
         direct::Direct::kernels(isa, &p, Shape::new(kdim, 1, cols), cols)
     };
     for isa in Isa::available() {
-        for cols in [49, 96, 256, 784, 3136] {
-            assert!(
-                std::ptr::eq(at(isa, STORE_BOUND_K, 512, cols), isa.kernels()),
-                "{isa}"
-            );
-            assert!(
-                std::ptr::eq(at(isa, STORE_BOUND_K + 1, 512, cols), isa.wide_kernels()),
-                "{isa} {cols}"
-            );
-            assert!(
-                std::ptr::eq(at(isa, 64, 16, cols), isa.wide_kernels()),
-                "{isa} {cols} in place"
-            );
-        }
-        for cols in [97, 169, 196, 255] {
-            assert!(
-                std::ptr::eq(at(isa, STORE_BOUND_K + 1, 512, cols), isa.kernels()),
-                "{isa}"
-            );
-            assert!(
-                std::ptr::eq(at(isa, 64, 16, cols), isa.kernels()),
-                "{isa} in place"
-            );
+        let (narrow, wide) = (isa.kernels(), isa.wide_kernels());
+        // Planes outside `NARROW_TILE_COLS`, then inside: (kdim, out channels, the tile).
+        type Case<'k> = (&'k [usize], &'k [(usize, usize, &'k Kernels)]);
+        let cases: [Case<'_>; 2] = [
+            (
+                &[49, 96, 256, 784, 3136],
+                &[
+                    (STORE_BOUND_K, 512, narrow),
+                    (STORE_BOUND_K + 1, 512, wide),
+                    (64, 16, wide),
+                ],
+            ),
+            (
+                &[97, 169, 196, 255],
+                &[(STORE_BOUND_K + 1, 512, narrow), (64, 16, narrow)],
+            ),
+        ];
+        for (planes, wants) in cases {
+            for &cols in planes {
+                for &(kdim, out, want) in wants {
+                    assert!(
+                        std::ptr::eq(at(isa, kdim, out, cols), want),
+                        "{isa} {cols}: {kdim} → {out}"
+                    );
+                }
+            }
         }
     }
     #[cfg(target_arch = "x86_64")]
